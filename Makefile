@@ -1,0 +1,34 @@
+# Two commands: `make demo` and `make test`. Each bootstraps .venv on a fresh machine
+# (only Python 3.11+ needed) and is quick once it exists.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint clean
+
+$(PY):
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "dltui needs Python 3.11+")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Stamps re-run the install only when pyproject.toml changes.
+$(VENV)/.demo: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[tui]'
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[tui,dev]'
+	touch $@
+
+demo: $(VENV)/.demo
+	$(PY) -m dltui
+
+lint: $(VENV)/.test
+	$(PY) -m ruff check dltui tests benchmarks
+	$(PY) -m ruff format --check dltui tests benchmarks
+
+test: lint
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

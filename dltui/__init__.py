@@ -1,0 +1,1 @@
+"""dltui: compare deep-learning servers live in a terminal."""

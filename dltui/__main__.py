@@ -1,0 +1,3 @@
+from dltui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""`dltui agent`: wire the sampler to the server and run until a signal or hang-up."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from dltui.agent.server import Agent, ConfigError, run_until_signal, stable_agent_id
+from dltui.telemetry.sampler import Sampler
+
+log = logging.getLogger(__name__)
+
+
+def run(listen: tuple[str, int] | None, rate_hz: float, secret: bytes | None) -> int:
+    """Serve on TCP at `listen`, or over stdin/stdout when it is None; 0 on a clean stop."""
+    # The sampler calls `agent` only after start(), by which time it exists.
+    sampler = Sampler(rate_hz, on_sample=lambda sample: agent.on_sample(sample))
+    where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
+    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret)
+
+    def ready(port: int) -> None:
+        gpus = len(agent.inventory.gpus)
+        log.info("listening on %s:%d, %d GPU(s), %g Hz", listen[0], port, gpus, rate_hz)
+
+    serve = agent.serve_tcp(*listen, ready) if listen else agent.serve_stdio()
+    sampler.start()
+    try:
+        asyncio.run(run_until_signal(serve))
+    except ConfigError as exc:
+        print(f"dltui agent: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        sampler.stop()
+    return 0

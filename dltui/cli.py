@@ -1,0 +1,147 @@
+"""The one entry point: `dltui [AGENT ...]` opens the TUI; sub-commands do the rest.
+
+Heavy parts (Textual, the agent's sampler) are imported inside the command that needs them,
+so `dltui agent` never loads Textual and `dltui` never loads a deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+
+from dltui.client.target import Target, parse_host_port, parse_target
+from dltui.protocol.auth import SecretFileError, load_secret
+
+
+def _target(text: str) -> Target:
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _listen(text: str) -> tuple[str, int]:
+    try:
+        return parse_host_port(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = 0.0
+    if not 0 < rate <= 100:
+        raise argparse.ArgumentTypeError(f"rate must be a number of Hz in (0, 100], got {text!r}")
+    return rate
+
+
+def _secret_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="shared secret for agents reached over the network (mode 0600)",
+    )
+
+
+def _tui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui",
+        description="Compare deep-learning servers live: telemetry and benchmarks side by side.",
+        epilog=(
+            "commands:\n"
+            "  dltui agent --listen HOST:PORT | --stdio   run an agent on a server\n"
+            "  dltui probe AGENT [--json]                 print an agent's inventory and a sample\n"
+            "\nWith no AGENT, dltui starts an agent for this machine and shows it."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "agents", nargs="*", type=_target, metavar="AGENT", help="host:port, or 'local'"
+    )
+    parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
+    _secret_option(parser)
+    return parser
+
+
+def _agent_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui agent",
+        description="Sample this server's GPUs and host and serve the telemetry to clients.",
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--listen", metavar="HOST:PORT", type=_listen, help="serve over TCP (port 0: any free port)"
+    )
+    where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
+    parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    _secret_option(parser)
+    return parser
+
+
+def _probe_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
+    )
+    parser.add_argument("agent", type=_target, metavar="AGENT", help="host:port, or 'local'")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    _secret_option(parser)
+    return parser
+
+
+def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return load_secret(path)
+    except SecretFileError as exc:
+        parser.error(str(exc))
+
+
+def _run_agent(argv: list[str]) -> int:
+    parser = _agent_parser()
+    args = parser.parse_args(argv)
+    secret = _secret(parser, args.secret_file)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s dltui-agent %(levelname)s %(message)s",
+    )
+    from dltui.agent.main import run
+
+    return run(listen=None if args.stdio else args.listen, rate_hz=args.rate, secret=secret)
+
+
+def _run_probe(argv: list[str]) -> int:
+    parser = _probe_parser()
+    args = parser.parse_args(argv)
+    secret = _secret(parser, args.secret_file)
+    from dltui.client.probe import probe
+
+    return probe(args.agent, secret, as_json=args.json)
+
+
+def _run_tui(argv: list[str]) -> int:
+    parser = _tui_parser()
+    args = parser.parse_args(argv)
+    secret = _secret(parser, args.secret_file)
+    from dltui.tui.app import create_app
+
+    app = create_app(args.agents or [Target("local")], secret=secret, rate_hz=args.rate)
+    app.run()
+    return app.return_code or 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    commands: dict[str, Callable[[list[str]], int]] = {
+        "agent": _run_agent,
+        "probe": _run_probe,
+    }
+    if argv and argv[0] in commands:
+        return commands[argv[0]](argv[1:])
+    return _run_tui(argv)

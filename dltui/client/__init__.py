@@ -1,0 +1,1 @@
+"""Connections to agents: transports, handshake, reconnect, clock offset."""

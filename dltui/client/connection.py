@@ -1,0 +1,188 @@
+"""A client's connection to one agent: handshake, subscription, pings, reconnect.
+
+Everything it learns is handed on as protocol messages through `on_message`, including its
+own link state (`Link`), so the fleet, the TUI and a recorder see the same stream whether the
+agent is live or the stream comes from a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+import time
+from collections.abc import Callable
+
+from dltui.client.clock import ClockEstimator
+from dltui.client.target import Target
+from dltui.client.transport import Transport, open_transport
+from dltui.protocol import auth
+from dltui.protocol.errors import AuthError, ProtocolError
+from dltui.protocol.messages import (
+    PROTOCOL_VERSION,
+    Auth,
+    Bye,
+    Error,
+    Hello,
+    Link,
+    LinkStateName,
+    Message,
+    Ping,
+    Pong,
+    Subscribe,
+    Welcome,
+)
+from dltui.protocol.stream import MessageStream
+
+log = logging.getLogger(__name__)
+
+PING_INTERVAL = 1.0
+SILENCE_LIMIT = 5.0  # no frame at all for this long: the agent is treated as gone
+BACKOFF = (0.25, 0.5, 1.0, 2.0)
+AUTH_RETRY = 10.0
+
+OnMessage = Callable[[str, Message], None]
+
+
+class AgentUnreachable(Exception):
+    """The agent could not be reached (refused, timed out, name not found)."""
+
+
+async def handshake(
+    stream: MessageStream, secret: bytes | None, client_name: str, timeout: float = 10.0
+) -> Welcome:
+    """Authenticate to an agent; AuthError when either side's proof fails."""
+
+    async def exchange() -> Welcome:
+        hello = await stream.receive()
+        if isinstance(hello, Error):
+            raise AuthError(f"agent refused: {hello.message}")
+        if not isinstance(hello, Hello):
+            raise ProtocolError(f"expected hello, got {hello.TYPE}")
+        if hello.version != PROTOCOL_VERSION:
+            raise AuthError(
+                f"agent speaks protocol {hello.version}, this client {PROTOCOL_VERSION}"
+            )
+        if hello.challenge is not None and secret is None:
+            raise AuthError("the agent requires a secret: pass --secret-file")
+        nonce = auth.new_nonce()
+        mac = auth.client_mac(secret, hello.challenge, nonce) if hello.challenge else None
+        await stream.send(Auth(PROTOCOL_VERSION, client_name, nonce, mac))
+        reply = await stream.receive()
+        if isinstance(reply, Error):
+            raise AuthError(f"agent refused: {reply.message}")
+        if not isinstance(reply, Welcome):
+            raise ProtocolError(f"expected welcome, got {reply.TYPE}")
+        if secret is not None:
+            expected = auth.agent_proof(secret, hello.challenge or b"", nonce)
+            if hello.challenge is None or not auth.same(expected, reply.proof):
+                raise AuthError("the agent could not prove it knows the secret")
+        return reply
+
+    try:
+        return await asyncio.wait_for(exchange(), timeout)
+    except EOFError as exc:
+        raise AuthError("the agent closed the connection during the handshake") from exc
+    except TimeoutError as exc:
+        raise AuthError("no handshake from the agent in time") from exc
+
+
+class AgentConnection:
+    """Keeps one agent connected, forever, until `stop`."""
+
+    def __init__(
+        self,
+        target: Target,
+        on_message: OnMessage,
+        secret: bytes | None = None,
+        rate_hz: float = 10.0,
+        source: str | None = None,
+    ) -> None:
+        self.target = target
+        self.source = source or target.label
+        self.on_message = on_message
+        self.secret = secret
+        self.rate_hz = rate_hz
+        self.clock = ClockEstimator()
+        self.state: LinkStateName = "connecting"
+        self._seq = itertools.count(1)
+        self._stopping = False
+        self._transport: Transport | None = None
+        self._pings: dict[int, tuple[float, float]] = {}  # token -> (wall, mono) sent
+
+    def _link(self, state: LinkStateName, detail: str | None = None) -> None:
+        self.state = state
+        rtt, offset = (self.clock.rtt, self.clock.offset) if state == "live" else (None, None)
+        self.on_message(self.source, Link(state, time.time(), detail, rtt, offset))
+
+    async def run(self) -> None:
+        attempt = 0
+        self._link("connecting")
+        while not self._stopping:
+            try:
+                await self._session()
+                attempt = 0
+                detail = "agent closed the connection"
+            except AuthError as exc:
+                self._link("auth_failed", str(exc))
+                await asyncio.sleep(AUTH_RETRY)
+                continue
+            except (OSError, EOFError, ProtocolError, TimeoutError) as exc:
+                detail = str(exc) or type(exc).__name__
+            if self._stopping:
+                break
+            self._link("offline", detail)
+            await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+            attempt += 1
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._transport is not None:
+            try:
+                await self._transport.stream.send(Bye("client closing", next(self._seq)))
+            except (ConnectionError, RuntimeError):
+                pass  # already gone
+            await self._transport.close()
+
+    async def _session(self) -> None:
+        self._transport = transport = await open_transport(self.target)
+        try:
+            stream = transport.stream
+            welcome = await handshake(stream, self.secret, socket.gethostname())
+            self.on_message(self.source, welcome)
+            await stream.send(Subscribe(next(self._seq), self.rate_hz))
+            self._link("live")
+            pinger = asyncio.create_task(self._ping_loop(stream))
+            try:
+                await self._read_loop(stream)
+            finally:
+                pinger.cancel()
+        finally:
+            self._transport = None
+            await transport.close()
+
+    async def _read_loop(self, stream: MessageStream) -> None:
+        while True:
+            message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+            if isinstance(message, Pong):
+                self._on_pong(message)
+            elif isinstance(message, Bye):
+                self.on_message(self.source, message)
+                raise EOFError(f"agent said bye: {message.reason}")
+            self.on_message(self.source, message)
+
+    def _on_pong(self, pong: Pong) -> None:
+        sent = self._pings.pop(pong.token, None)
+        if sent is None:
+            return
+        sent_wall, sent_mono = sent
+        self.clock.add(sent_wall, time.monotonic() - sent_mono, pong.wall)
+        self._link("live")
+
+    async def _ping_loop(self, stream: MessageStream) -> None:
+        for token in itertools.count(1):
+            self._pings = {t: s for t, s in self._pings.items() if t > token - 8}
+            self._pings[token] = (time.time(), time.monotonic())
+            await stream.send(Ping(next(self._seq), token))
+            await asyncio.sleep(PING_INTERVAL)

@@ -1,0 +1,95 @@
+"""`dltui probe`: connect once, print the inventory and one sample, exit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+
+from dltui.client.connection import handshake
+from dltui.client.target import Target
+from dltui.client.transport import open_transport
+from dltui.formatting import fmt_bytes, fmt_value
+from dltui.protocol.errors import AuthError, ProtocolError
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
+from dltui.protocol.messages import Bye, Sample, Subscribe, Welcome, to_plain
+
+FIRST_SAMPLE_TIMEOUT = 10.0
+
+EXIT_UNREACHABLE = 2
+EXIT_REFUSED = 3
+
+
+async def fetch(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
+    """The agent's welcome and its first sample."""
+    transport = await open_transport(target)
+    try:
+        stream = transport.stream
+        welcome = await handshake(stream, secret, socket.gethostname())
+        await stream.send(Subscribe(1, 10.0))
+
+        async def first_sample() -> Sample:
+            while True:
+                message = await stream.receive()
+                if isinstance(message, Sample):
+                    return message
+
+        sample = await asyncio.wait_for(first_sample(), FIRST_SAMPLE_TIMEOUT)
+        await stream.send(Bye("probe done", 2))
+        return welcome, sample
+    finally:
+        await transport.close()
+
+
+def probe(target: Target, secret: bytes | None, as_json: bool = False) -> int:
+    try:
+        welcome, sample = asyncio.run(fetch(target, secret))
+    except AuthError as exc:
+        print(f"dltui probe: {target.label} refused the connection: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except (OSError, EOFError, ProtocolError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"dltui probe: cannot reach {target.label}: {reason or 'timed out'}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if as_json:
+        report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}
+        report |= {"inventory": to_plain(welcome.inventory), "sample": to_plain(sample)}
+        print(json.dumps(report, indent=2))
+    else:
+        print(describe(welcome, sample))
+    return 0
+
+
+def describe(welcome: Welcome, sample: Sample) -> str:
+    inv = welcome.inventory
+    lines = [
+        f"{inv.hostname}  (agent {welcome.agent_id}, {welcome.rate_hz:g} Hz, dltui {inv.dltui})",
+        f"  os        {inv.os}",
+        f"  cpu       {inv.cpu_model} × {inv.cpu_count}",
+        f"  memory    {fmt_bytes(inv.memory_total)}",
+        f"  python    {inv.python}",
+        "  frameworks " + (", ".join(f"{k} {v}" for k, v in inv.frameworks.items()) or "none"),
+    ]
+    if inv.gpus:
+        lines.append(f"  driver    {inv.driver_version}   CUDA {inv.cuda_version}")
+    else:
+        lines.append(f"  gpus      none ({inv.nvml_error or 'no NVIDIA GPU'})")
+    for gpu in inv.gpus:
+        link = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}" if gpu.pcie_gen else "PCIe ?"
+        lines.append(
+            f"  gpu {gpu.index}     {gpu.name}  {fmt_bytes(gpu.memory_total)}  {link}  "
+            f"NVLink links {gpu.nvlink_links}  GPM {'yes' if gpu.gpm else 'no'}  {gpu.uuid}"
+        )
+    lines.append("sample")
+    for name, value in sample.host.values.items():
+        spec = HOST_FIELDS.get(name)
+        lines.append(f"  host {name:<14} {fmt_value(value, spec.unit if spec else '')}")
+    for gpu_sample in sample.gpus:
+        lines.append(f"  gpu {gpu_sample.index} state {gpu_sample.state}")
+        for name, value in gpu_sample.values.items():
+            spec = GPU_FIELDS.get(name)
+            lines.append(f"    {name:<16} {fmt_value(value, spec.unit if spec else '')}")
+        for name, reason in gpu_sample.errors.items():
+            lines.append(f"    {name:<16} error: {reason}")
+    return "\n".join(lines)

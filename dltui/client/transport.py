@@ -1,0 +1,54 @@
+"""Opening a byte stream to an agent: TCP, or a local agent spawned over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from dltui.client.target import Target
+from dltui.protocol.stream import MessageStream
+
+
+@dataclass
+class Transport:
+    stream: MessageStream
+    close: Callable[[], Awaitable[None]]
+
+
+async def open_transport(target: Target, timeout: float = 5.0) -> Transport:
+    """Connect; OSError (with the reason) when the agent cannot be reached."""
+    if target.kind == "local":
+        return await _spawn_local()
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(target.host, target.port, limit=2**20), timeout
+    )
+    stream = MessageStream(reader, writer)
+    return Transport(stream, stream.close)
+
+
+async def _spawn_local() -> Transport:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "dltui",
+        "agent",
+        "--stdio",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        limit=2**20,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stream = MessageStream(process.stdout, process.stdin)
+
+    async def close() -> None:
+        await stream.close()  # the agent exits when its stdin closes
+        try:
+            await asyncio.wait_for(process.wait(), 3.0)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+    return Transport(stream, close)

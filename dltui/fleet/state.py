@@ -1,0 +1,142 @@
+"""Fleet state: per-server inventory, link state and a ring buffer per telemetry series.
+
+`Fleet.apply` is the only way in, and it takes protocol messages, so a live agent and a
+recording build the same state. It does a few appends per field and nothing else: the UI
+reads the state on its own timer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dltui.fleet.series import Series
+from dltui.protocol.messages import (
+    Error,
+    GpuState,
+    Inventory,
+    Link,
+    LinkStateName,
+    Message,
+    Pong,
+    Sample,
+    Welcome,
+)
+
+SERIES_CAPACITY = 1200  # two minutes at 10 Hz
+
+
+@dataclass
+class GpuView:
+    index: int
+    state: GpuState = "ok"
+    errors: dict[str, str] = field(default_factory=dict)
+    series: dict[str, Series] = field(default_factory=dict)
+
+    def last(self, name: str) -> float | None:
+        series = self.series.get(name)
+        return series.last() if series else None
+
+
+@dataclass
+class ServerView:
+    """Everything known about one server, as the frames told it."""
+
+    source: str
+    link: LinkStateName = "connecting"
+    link_since: float | None = None
+    link_detail: str | None = None
+    rtt: float | None = None
+    offset: float | None = None
+    """Agent clock minus client clock, seconds."""
+    agent_id: str | None = None
+    inventory: Inventory | None = None
+    host: dict[str, Series] = field(default_factory=dict)
+    cpu_per_core: list[float] = field(default_factory=list)
+    gpus: dict[int, GpuView] = field(default_factory=dict)
+    samples: int = 0
+    dropped: int = 0
+    last_error: str | None = None
+    last_sample_time: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inventory.hostname if self.inventory else self.source
+
+    def host_last(self, name: str) -> float | None:
+        series = self.host.get(name)
+        return series.last() if series else None
+
+    def _series(self, table: dict[str, Series], name: str) -> Series:
+        series = table.get(name)
+        if series is None:
+            series = table[name] = Series(SERIES_CAPACITY)
+        return series
+
+    def _gap(self, t: float) -> None:
+        for series in self.host.values():
+            series.mark_gap(t)
+        for gpu in self.gpus.values():
+            for series in gpu.series.values():
+                series.mark_gap(t)
+
+    def apply_sample(self, sample: Sample) -> None:
+        # Place agent time on the client's clock so series from different hosts line up.
+        t = sample.wall - (self.offset or 0.0)
+        for name, value in sample.host.values.items():
+            self._series(self.host, name).append(t, value)
+        self.cpu_per_core = sample.host.cpu_per_core
+        for gpu_sample in sample.gpus:
+            gpu = self.gpus.get(gpu_sample.index)
+            if gpu is None:
+                gpu = self.gpus[gpu_sample.index] = GpuView(gpu_sample.index)
+            gpu.state = gpu_sample.state
+            gpu.errors = gpu_sample.errors
+            for name, value in gpu_sample.values.items():
+                self._series(gpu.series, name).append(t, value)
+        self.samples += 1
+        self.last_sample_time = t
+
+
+class Fleet:
+    """All servers, in the order they were added; `version` changes whenever anything does."""
+
+    def __init__(self) -> None:
+        self.servers: dict[str, ServerView] = {}
+        self.version = 0
+
+    def add(self, source: str) -> ServerView:
+        server = self.servers.get(source)
+        if server is None:
+            server = self.servers[source] = ServerView(source)
+            self.version += 1
+        return server
+
+    def apply(self, source: str, message: Message) -> None:
+        server = self.add(source)
+        if isinstance(message, Sample):
+            server.apply_sample(message)
+        elif isinstance(message, Link):
+            if message.state != server.link:
+                server.link_since = message.wall
+                if message.state != "live":
+                    server._gap(message.wall)
+            server.link = message.state
+            server.link_detail = message.detail
+            server.rtt = message.rtt
+            if message.offset is not None:  # keep the last estimate across a reconnect
+                server.offset = message.offset
+        elif isinstance(message, Welcome):
+            server.agent_id = message.agent_id
+            server.inventory = message.inventory
+        elif isinstance(message, Pong):
+            server.dropped = message.dropped
+        elif isinstance(message, Error):
+            server.last_error = f"{message.code}: {message.message}"
+        self.version += 1
+
+    def summary(self) -> dict[str, int]:
+        """How many servers are in each link state."""
+        counts: dict[str, int] = {}
+        for server in self.servers.values():
+            counts[server.link] = counts.get(server.link, 0) + 1
+        return counts

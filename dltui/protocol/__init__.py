@@ -1,0 +1,1 @@
+"""The wire protocol: pure, no I/O. Framing, typed messages, authentication."""

@@ -1,0 +1,289 @@
+"""Typed protocol messages and their validation.
+
+On the wire a message is a msgpack map: ``{"type": <name>, <field>: <value>, ...}``. Decoding
+checks every field against the dataclass's type hints, so a frame that does not validate is a
+`ProtocolError`, never an AttributeError deep in the UI. Unknown fields are ignored, so an agent
+one minor version newer can add a field without breaking older clients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+from dltui.protocol.errors import ProtocolError
+
+PROTOCOL_VERSION = 1
+
+GpuState = Literal["ok", "lost", "error"]
+LinkStateName = Literal["connecting", "live", "offline", "auth_failed"]
+
+
+# --- inventory -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    index: int
+    name: str
+    uuid: str
+    memory_total: int
+    """Bytes."""
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    nvlink_links: int = 0
+    """Active NVLink links; 0 where there are none or NVML cannot say."""
+    gpm: bool = False
+    """Whether GPM metrics (SM active, tensor active, DRAM, PCIe rates) are supported."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    hostname: str
+    os: str
+    cpu_model: str
+    cpu_count: int
+    memory_total: int
+    gpus: list[GpuInfo] = field(default_factory=list)
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    nvml_error: str | None = None
+    """Why there are no GPUs (no driver, NVML failed to start); None when NVML works."""
+    frameworks: dict[str, str] = field(default_factory=dict)
+    python: str = ""
+    dltui: str = ""
+
+
+# --- telemetry -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    index: int
+    state: GpuState
+    values: dict[str, float]
+    """Field name (see protocol.fields) to value; a field NVML does not support is absent."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Fields whose read failed this tick, with NVML's reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    values: dict[str, float]
+    cpu_per_core: list[float] = field(default_factory=list)
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    TYPE: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hello(Message):
+    """Agent → client, first frame: who I am and, when a secret is set, a challenge."""
+
+    TYPE: ClassVar[str] = "hello"
+    version: int
+    agent_id: str
+    hostname: str
+    challenge: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Auth(Message):
+    """Client → agent: the answer to the challenge, and a challenge for the agent."""
+
+    TYPE: ClassVar[str] = "auth"
+    version: int
+    client: str
+    nonce: bytes
+    mac: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Welcome(Message):
+    """Agent → client: the handshake succeeded; the inventory, and the agent's proof."""
+
+    TYPE: ClassVar[str] = "welcome"
+    agent_id: str
+    inventory: Inventory
+    rate_hz: float
+    wall: float
+    mono: float
+    proof: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe(Message):
+    """Client → agent: send samples at most this often."""
+
+    TYPE: ClassVar[str] = "subscribe"
+    seq: int
+    rate_hz: float
+
+
+@dataclass(frozen=True, slots=True)
+class Sample(Message):
+    """Agent → client: one tick of telemetry, stamped with the agent's wall and monotonic clocks."""
+
+    TYPE: ClassVar[str] = "sample"
+    seq: int
+    wall: float
+    mono: float
+    host: HostSample
+    gpus: list[GpuSample] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Ping(Message):
+    TYPE: ClassVar[str] = "ping"
+    seq: int
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pong(Message):
+    """Agent → client: the echoed token with the agent's clocks, for RTT and clock offset."""
+
+    TYPE: ClassVar[str] = "pong"
+    token: int
+    wall: float
+    mono: float
+    dropped: int = 0
+    """Samples dropped for this client so far because it read too slowly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Error(Message):
+    TYPE: ClassVar[str] = "error"
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bye(Message):
+    TYPE: ClassVar[str] = "bye"
+    reason: str
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Link(Message):
+    """Made by the client, never sent by an agent: the connection's state changed.
+
+    It travels through the same path as received frames, so a recording holds the gaps.
+    """
+
+    TYPE: ClassVar[str] = "link"
+    state: LinkStateName
+    wall: float
+    detail: str | None = None
+    rtt: float | None = None
+    offset: float | None = None
+
+
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    cls.TYPE: cls for cls in (Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, Error, Bye, Link)
+}
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+
+def to_wire(message: Message) -> dict[str, Any]:
+    """A message as the plain map msgpack sends."""
+    wire = {"type": message.TYPE}
+    wire.update(to_plain(message))
+    return wire
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses as plain maps and lists, for msgpack and JSON."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list):
+        return [to_plain(item) for item in obj]
+    if isinstance(obj, dict):
+        return {key: to_plain(value) for key, value in obj.items()}
+    return obj
+
+
+def from_wire(obj: Any) -> Message:
+    """Validate a decoded map and build its message; anything off is a ProtocolError."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"a message must be a map, got {type(obj).__name__}")
+    kind = obj.get("type")
+    cls = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ProtocolError(f"unknown message type {kind!r}")
+    return _build(cls, obj, kind)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        hints = typing.get_type_hints(cls)
+        _HINTS[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return _HINTS[cls]
+
+
+def _build(cls: type, obj: dict, path: str) -> Any:
+    kwargs = {}
+    for name, hint in _hints(cls).items():
+        if name in obj:
+            kwargs[name] = _check(obj[name], hint, f"{path}.{name}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field is missing
+        raise ProtocolError(f"{path}: {exc}") from exc
+
+
+def _check(value: Any, hint: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is not type(None):
+                return _check(value, arg, path)
+    if origin is Literal:
+        if value not in typing.get_args(hint):
+            raise ProtocolError(f"{path}: {value!r} is not one of {typing.get_args(hint)}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ProtocolError(f"{path}: expected a list, got {type(value).__name__}")
+        (item,) = typing.get_args(hint)
+        return [_check(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ProtocolError(f"{path}: expected a map, got {type(value).__name__}")
+        key_hint, value_hint = typing.get_args(hint)
+        return {
+            _check(k, key_hint, path): _check(v, value_hint, f"{path}[{k!r}]")
+            for k, v in value.items()
+        }
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ProtocolError(f"{path}: expected a map, got {type(value).__name__}")
+        return _build(hint, value, path)
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, hint):
+        return value
+    raise ProtocolError(f"{path}: expected {hint.__name__}, got {type(value).__name__}")

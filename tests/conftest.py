@@ -1,0 +1,105 @@
+"""Shared test helpers: real agent processes on loopback, and waiting for conditions."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
+    """Poll until `condition()` is truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        time.sleep(0.01)
+
+
+@dataclass
+class AgentProcess:
+    process: subprocess.Popen[bytes]
+    log: list[str] = field(default_factory=list)
+    port: int | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=10)
+
+
+def dltui_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dltui", *args]
+
+
+def start_agent(*args: str, listen: str = "127.0.0.1:0", wait: bool = True) -> AgentProcess:
+    """Start `dltui agent --listen` and, with `wait`, return once it is listening."""
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        dltui_command("agent", "--listen", listen, *args),
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+    )
+    agent = AgentProcess(process)
+    ready = threading.Event()
+
+    def drain() -> None:  # keep reading stderr so the agent never blocks on a full pipe
+        assert process.stderr is not None
+        for raw in process.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            agent.log.append(line)
+            match = re.search(r"listening on \S+:(\d+)", line)
+            if match:
+                agent.port = int(match.group(1))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    if wait:
+        assert ready.wait(20), "agent did not start"
+        assert agent.port is not None, "agent exited: " + "\n".join(agent.log)
+    return agent
+
+
+@pytest.fixture
+def agent_factory() -> Iterator[Callable[..., AgentProcess]]:
+    started: list[AgentProcess] = []
+
+    def factory(*args: str, **kwargs) -> AgentProcess:
+        agent = start_agent(*args, **kwargs)
+        started.append(agent)
+        return agent
+
+    yield factory
+    for agent in started:
+        if agent.process.poll() is None:
+            agent.process.kill()
+            agent.process.wait()
+
+
+@pytest.fixture
+def secret_file(tmp_path: Path) -> Path:
+    path = tmp_path / "secret"
+    path.write_text("a-test-secret-of-enough-length\n")
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,66 @@
+"""Bad input closes that one connection with a clear error; other clients go on being served."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import msgpack
+import pytest
+
+from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.messages import Auth, Sample, Subscribe, to_wire
+from tests.integration.test_agent_stream import collect_samples, connect
+
+
+async def raw_exchange(port: int, payloads: list[bytes]) -> list[dict]:
+    """Send raw bytes to the agent; return every frame it sends before closing."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for payload in payloads:
+        writer.write(payload)
+    await writer.drain()
+    decoder, frames = FrameDecoder(), []
+    while data := await asyncio.wait_for(reader.read(65536), 15):
+        frames += decoder.feed(data)
+    writer.close()
+    return frames
+
+
+def auth_frame() -> bytes:
+    return encode_frame(to_wire(Auth(1, "fuzz", b"n" * 32)))
+
+
+BAD_INPUTS = {
+    "garbage": [b"\x00\x00\x00\x04\xc1\xc1\xc1\xc1"],
+    "huge declared length": [struct.pack(">I", 0xFFFFFFF0)],
+    "array32 header": [struct.pack(">I", 5) + b"\xdd\xff\xff\xff\xff"],
+    "not a map": [encode_frame([1, 2, 3])],
+    "unknown type": [encode_frame({"type": "exec", "cmd": "id"})],
+    "command before auth": [encode_frame(to_wire(Subscribe(1, 10.0)))],
+    "wrong field type": [auth_frame(), encode_frame({"type": "subscribe", "seq": "x"})],
+    "absurd rate": [auth_frame(), encode_frame(to_wire(Subscribe(1, 1e9)))],
+    "agent-only message": [auth_frame(), encode_frame({"type": "welcome"})],
+    "ext type": [auth_frame(), encode_frame(msgpack.ExtType(5, b"x"))],
+}
+
+
+@pytest.mark.parametrize("payloads", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+async def test_bad_input_gets_an_error_and_a_closed_connection(agent_factory, payloads):
+    agent = agent_factory("--rate", "20")
+    bystander, _ = await connect(agent.address)
+    await bystander.stream.send(Subscribe(1, 20.0))
+    await collect_samples(bystander.stream, 0.2)
+
+    frames = await raw_exchange(agent.port, payloads)
+    errors = [f for f in frames if f.get("type") == "error"]
+    assert len(errors) == 1, frames
+    assert errors[0]["code"] in {"protocol", "auth_failed"} and errors[0]["message"]
+    authenticated = payloads[0] == auth_frame()
+    assert [f["type"] for f in frames if f["type"] != "hello"] == (
+        ["welcome", "error"] if authenticated else ["error"]
+    )
+
+    after = await collect_samples(bystander.stream, 0.5)
+    assert len(after) >= 5 and all(isinstance(s, Sample) for s in after)
+    assert agent.process.poll() is None
+    await bystander.close()

@@ -1,0 +1,106 @@
+"""The client's connection loop and `dltui probe` against real agents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+
+from dltui.client.connection import AgentConnection
+from dltui.client.target import Target, parse_target
+from dltui.fleet.state import Fleet
+from dltui.protocol.messages import Link, Sample
+from tests.conftest import ROOT, dltui_command
+
+
+async def wait_until(condition, timeout: float = 15.0, what: str = "") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+async def test_local_agent_over_stdio_feeds_the_fleet():
+    fleet = Fleet()
+    server = fleet.add("local")
+    connection = AgentConnection(Target("local"), fleet.apply, rate_hz=10.0)
+    task = asyncio.create_task(connection.run())
+    try:
+        await wait_until(lambda: server.samples >= 3, what="samples")
+        assert server.link == "live" and server.name == socket.gethostname()
+        await wait_until(lambda: server.rtt is not None, what="a pong")
+        assert 0 <= server.rtt < 1.0 and abs(server.offset) < 1.0
+        assert server.host_last("cpu") is not None
+    finally:
+        await connection.stop()
+        task.cancel()
+
+
+async def test_reconnects_after_the_agent_restarts(agent_factory):
+    first = agent_factory()
+    messages: list = []
+    connection = AgentConnection(parse_target(first.address), lambda s, m: messages.append(m))
+    task = asyncio.create_task(connection.run())
+
+    def states() -> list[str]:
+        return [m.state for m in messages if isinstance(m, Link)]
+
+    try:
+        await wait_until(lambda: any(isinstance(m, Sample) for m in messages), what="samples")
+        first.process.kill()
+        await wait_until(lambda: states()[-1] == "offline", timeout=5, what="offline")
+        agent_factory(listen=first.address)  # same port, new process
+        count = len(messages)
+        await wait_until(
+            lambda: any(isinstance(m, Sample) for m in messages[count:]), what="samples again"
+        )
+        assert states()[-1] == "live" and "offline" in states()
+    finally:
+        await connection.stop()
+        task.cancel()
+
+
+def run_probe(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        dltui_command("probe", *args), capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+
+
+def test_probe_prints_inventory_and_a_sample(agent_factory):
+    agent = agent_factory()
+    result = run_probe(agent.address, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["inventory"]["hostname"] == socket.gethostname()
+    assert report["inventory"]["cpu_count"] >= 1
+    assert 0 <= report["sample"]["host"]["values"]["cpu"] <= 100
+    text = run_probe(agent.address)
+    assert text.returncode == 0 and socket.gethostname() in text.stdout and "memory" in text.stdout
+
+
+def test_probe_unreachable_and_refused(agent_factory, secret_file, tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    result = run_probe(f"127.0.0.1:{free}")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "cannot reach" in result.stderr
+
+    agent = agent_factory("--secret-file", str(secret_file))
+    wrong = tmp_path / "wrong"
+    wrong.write_text("another-secret-of-enough-length")
+    wrong.chmod(0o600)
+    result = run_probe(agent.address, "--secret-file", str(wrong))
+    assert result.returncode == 3 and "wrong secret" in result.stderr
+    result = run_probe(agent.address, "--secret-file", str(secret_file))
+    assert result.returncode == 0 and socket.gethostname() in result.stdout
+
+
+def test_bad_arguments_are_clear_errors(secret_file):
+    result = run_probe("nohost:99999")
+    assert result.returncode == 2 and "port must be 1-65535" in result.stderr
+    secret_file.chmod(0o644)
+    result = run_probe("127.0.0.1:1", "--secret-file", str(secret_file))
+    assert result.returncode == 2 and "chmod 600" in result.stderr

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from dltui.client.clock import ClockEstimator
+from dltui.client.target import DEFAULT_PORT, Target, parse_target
+from dltui.formatting import fmt_bytes, fmt_duration, fmt_rate, fmt_value
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("local", Target("local")),
+        ("gpu-01:7071", Target("tcp", "gpu-01", 7071)),
+        ("gpu-01", Target("tcp", "gpu-01", DEFAULT_PORT)),
+        ("127.0.0.1:1", Target("tcp", "127.0.0.1", 1)),
+        ("[::1]:9000", Target("tcp", "::1", 9000)),
+    ],
+)
+def test_parse_target(text, target):
+    assert parse_target(text) == target
+    assert parse_target(target.label) == target
+
+
+@pytest.mark.parametrize("text", ["", ":80", "h:0", "h:70000", "h:x", "::1:80", "[::1", "[::1]x"])
+def test_parse_target_rejects(text):
+    with pytest.raises(ValueError, match="bad agent address"):
+        parse_target(text)
+
+
+def test_clock_offset_uses_the_fastest_exchange():
+    clock = ClockEstimator()
+    assert clock.offset is None and clock.rtt is None
+    # Agent 30 s ahead; a slow exchange skews its midpoint, a fast one does not.
+    clock.add(sent_wall=100.0, rtt=0.400, agent_wall=130.0 + 0.350)
+    clock.add(sent_wall=101.0, rtt=0.002, agent_wall=131.0 + 0.001)
+    clock.add(sent_wall=102.0, rtt=0.300, agent_wall=132.0 + 0.050)
+    assert clock.offset == pytest.approx(30.0, abs=1e-9)
+    assert clock.rtt == pytest.approx(0.300)
+
+
+def test_formatting():
+    assert fmt_bytes(None) == "–"
+    assert fmt_bytes(512) == "512 B"
+    assert fmt_bytes(141 * 2**30) == "141.0 GiB"
+    assert fmt_rate(55.3e9) == "55.3 GB/s"
+    assert fmt_rate(0) == "0 B/s"
+    assert fmt_value(97.4, "%") == "97%"
+    assert fmt_value(691.2, "W") == "691 W"
+    assert fmt_value(3, "") == "3"
+    assert fmt_duration(0.0042) == "4.2 ms"
+    assert fmt_duration(90) == "90.0 s"

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from dltui.protocol.errors import ProtocolError
+from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.messages import (
+    MESSAGE_TYPES,
+    Auth,
+    Bye,
+    Error,
+    GpuInfo,
+    GpuSample,
+    Hello,
+    HostSample,
+    Inventory,
+    Link,
+    Ping,
+    Pong,
+    Sample,
+    Subscribe,
+    Welcome,
+    from_wire,
+    to_wire,
+)
+
+INVENTORY = Inventory(
+    hostname="gpu-01",
+    os="Linux 6.8",
+    cpu_model="Xeon",
+    cpu_count=64,
+    memory_total=2**40,
+    gpus=[GpuInfo(0, "NVIDIA H200", "GPU-1", 141 * 2**30, 5, 16, 5, 16, 18, True)],
+    driver_version="580.159",
+    cuda_version="13.0",
+    frameworks={"torch": "2.11.0"},
+)
+SAMPLE = Sample(
+    seq=3,
+    wall=1.7e9,
+    mono=12.5,
+    host=HostSample({"cpu": 12.5, "mem_used": 2**33}, [1.0, 99.0]),
+    gpus=[
+        GpuSample(0, "ok", {"util_gpu": 100, "power": 691.2}, {"temp": "Unknown"}),
+        GpuSample(1, "lost", {}),
+    ],
+)
+EVERY_MESSAGE = [
+    Hello(1, "abc", "gpu-01", b"\x01" * 32),
+    Hello(1, "abc", "gpu-01", None),
+    Auth(1, "laptop", b"n" * 32, b"m" * 32),
+    Welcome("abc", INVENTORY, 10.0, 1.7e9, 5.0, None),
+    Subscribe(1, 10.0),
+    SAMPLE,
+    Ping(2, 1),
+    Pong(1, 1.7e9, 5.0, 3),
+    Error("protocol", "bad"),
+    Bye("done", 4),
+    Link("offline", 1.7e9, "refused"),
+]
+
+
+def test_every_message_type_is_covered():
+    assert {m.TYPE for m in EVERY_MESSAGE} == set(MESSAGE_TYPES)
+
+
+@pytest.mark.parametrize("message", EVERY_MESSAGE, ids=lambda m: m.TYPE)
+def test_round_trip_through_frames(message):
+    (decoded,) = FrameDecoder().feed(encode_frame(to_wire(message)))
+    assert from_wire(decoded) == message
+
+
+def test_unknown_fields_are_ignored_for_forward_compatibility():
+    wire = to_wire(Ping(1, 2)) | {"future": [1, 2]}
+    assert from_wire(wire) == Ping(1, 2)
+
+
+@pytest.mark.parametrize(
+    ("wire", "match"),
+    [
+        ([1, 2], "must be a map"),
+        ({"seq": 1}, "unknown message type"),
+        ({"type": "shell", "cmd": "rm"}, "unknown message type"),
+        ({"type": "ping", "seq": 1}, "token"),
+        ({"type": "ping", "seq": "1", "token": 1}, "expected int"),
+        ({"type": "ping", "seq": True, "token": 1}, "expected int"),
+        ({"type": "subscribe", "seq": 1, "rate_hz": "fast"}, "expected float"),
+        ({"type": "link", "state": "exploded", "wall": 1.0}, "not one of"),
+        ({"type": "sample", "seq": 1, "wall": 1.0, "mono": 1.0, "host": []}, "expected a map"),
+        (to_wire(SAMPLE) | {"gpus": [{"index": 0, "state": "ok", "values": {"x": "1"}}]}, "x"),
+        (to_wire(SAMPLE) | {"gpus": {"0": 1}}, "expected a list"),
+    ],
+)
+def test_invalid_messages_are_protocol_errors(wire, match):
+    with pytest.raises(ProtocolError, match=match):
+        from_wire(wire)
+
+
+def test_non_string_keys_are_refused():
+    wire = msgpack.unpackb(msgpack.packb(to_wire(SAMPLE)), raw=False)
+    wire["host"]["values"] = {1: 2.0}
+    with pytest.raises(ProtocolError):
+        from_wire(wire)
