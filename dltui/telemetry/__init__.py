@@ -1,0 +1,1 @@
+"""Telemetry: GPU counters through the one NVML gateway, host counters through psutil."""

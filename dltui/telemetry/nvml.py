@@ -1,0 +1,478 @@
+"""The one gateway to NVML: nothing else in dltui imports pynvml.
+
+NVML differs across GPUs, drivers and nvidia-ml-py releases, and it fails in many ways. This
+module turns all of that into three outcomes per field: a value, absent (not supported, found
+once per device and never asked again), or an error for this tick. A GPU that falls off the
+bus becomes a sticky "lost" state while the others go on. Callers never see an NVML exception.
+
+The NVML module is a constructor argument, so tests (and fault injection) hand in a fake.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dltui.protocol.messages import GpuInfo, GpuSample, GpuState
+
+log = logging.getLogger(__name__)
+
+GPM_MIN_INTERVAL = 0.1
+"""Seconds between two GPM samples; NVML's metrics are noise over shorter spans."""
+
+ALL_LINKS = 0xFFFFFFFF
+"""scopeId UINT_MAX: nvml.h defines it as the NVLink throughput counter summed over all links."""
+
+_KIB = 1024  # NVLink throughput field counters count KiB
+_KB = 1000  # nvmlDeviceGetPcieThroughput answers KB/s
+# GPM PCIe/NVLink rates: pynvml's comments say MiB/s, but against copies of known size on the
+# H200 they read as MB/s (DESIGN.md, "What the hardware here exposes").
+_MB = 1_000_000
+
+# field -> (pynvml metric constant, factor to the unit in protocol.fields)
+_GPM_METRICS: dict[str, tuple[str, float]] = {
+    "sm_active": ("NVML_GPM_METRIC_SM_UTIL", 1.0),
+    "sm_occupancy": ("NVML_GPM_METRIC_SM_OCCUPANCY", 1.0),
+    "tensor_active": ("NVML_GPM_METRIC_ANY_TENSOR_UTIL", 1.0),
+    "dram_active": ("NVML_GPM_METRIC_DRAM_BW_UTIL", 1.0),
+    "pcie_tx": ("NVML_GPM_METRIC_PCIE_TX_PER_SEC", _MB),
+    "pcie_rx": ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", _MB),
+    "nvlink_tx": ("NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", _MB),
+    "nvlink_rx": ("NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", _MB),
+}
+
+# Reads of one number: field -> (NVML function, pynvml constants passed after the handle,
+# divisor to the unit in protocol.fields).
+_SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "power": ("nvmlDeviceGetPowerUsage", (), 1000),  # mW
+    "power_limit": ("nvmlDeviceGetEnforcedPowerLimit", (), 1000),  # mW
+    "energy": ("nvmlDeviceGetTotalEnergyConsumption", (), 1000),  # mJ
+    "temp": ("nvmlDeviceGetTemperature", ("NVML_TEMPERATURE_GPU",), 1),
+    "clock_sm": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM",), 1),
+    "clock_mem": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM",), 1),
+    "ecc_corrected": (
+        "nvmlDeviceGetTotalEccErrors",
+        ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
+        1,
+    ),
+    "ecc_uncorrected": (
+        "nvmlDeviceGetTotalEccErrors",
+        ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"),
+        1,
+    ),
+}
+
+# Reads of one number that are not cheap: the energy counter took 3 ms (up to 18 ms) per call
+# on the H200, where every other read here took about 2 µs.
+_SLOW_SIMPLE_READS = ("energy",)
+
+# Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
+_FAST_GROUPS: dict[str, tuple[str, ...]] = {
+    "util": ("util_gpu", "util_mem"),
+    "memory": ("mem_used", "mem_total"),
+    **{name: (name,) for name in _SIMPLE_READS if name not in _SLOW_SIMPLE_READS},
+    "throttle": ("throttle",),
+    "nvlink": ("nvlink_tx", "nvlink_rx"),
+}
+
+# c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
+_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+
+_INIT_REASONS = {
+    "NVMLError_LibraryNotFound": "NVML library not found: no NVIDIA driver on this machine",
+    "NVMLError_DriverNotLoaded": "NVIDIA driver not loaded: NVML cannot reach any GPU",
+    "NVMLError_NoPermission": "no permission to use NVML",
+    "NVMLError_LibRmVersionMismatch": (
+        "NVML library and kernel driver versions differ: reload the driver or reboot"
+    ),
+}
+
+
+class _Missing(Exception):
+    """The installed nvidia-ml-py lacks a function: the field is as unsupported as NotSupported."""
+
+
+@dataclass
+class _Device:
+    index: int
+    handle: Any
+    info: GpuInfo
+    state: GpuState = "ok"
+    unsupported: set[str] = field(default_factory=set)
+    active_links: list[int] = field(default_factory=list)
+    nvlink_scopes: list[int] = field(default_factory=lambda: [ALL_LINKS])
+    nvlink_prev: tuple[int, int, int] | None = None
+    """(timestamp µs, TX KiB, RX KiB) of the last counter read."""
+    nvlink_rate: dict[str, float] = field(default_factory=dict)
+    gpm_samples: list[Any] = field(default_factory=list)
+    """[previous, spare]: the previous sample is reused, so each slow tick takes one."""
+    gpm_time: float | None = None
+    gpm_metrics: dict[str, int] = field(default_factory=dict)
+    """GPM metrics still believed supported: field -> metric id."""
+
+
+class NvmlGateway:
+    """NVML behind a small interface: `open`, `read_fast`, `read_slow`, `close`.
+
+    `read_fast` runs on the sampling thread and costs microseconds per GPU; `read_slow` takes
+    GPM samples, the energy counter (milliseconds on the H200) and the blocking PCIe call, so
+    it runs on its own thread.
+    """
+
+    def __init__(self, nvml: Any | None = None, clock: Callable[[], float] = time.monotonic):
+        self._nvml = nvml
+        self._clock = clock
+        self._devices: list[_Device] = []
+        self._opened = False
+        self._initialized = False
+        self._any_lost = False
+        self.error: str | None = None
+        """Why there are no GPUs; None when NVML started and found some."""
+        self.driver_version: str | None = None
+        self.cuda_version: str | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self._devices)
+
+    @property
+    def gpus(self) -> list[GpuInfo]:
+        return [dev.info for dev in self._devices]
+
+    # --- start and stop ----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Start NVML and take the inventory; on failure, zero GPUs and `error` says why."""
+        if self._opened:
+            return
+        self._opened = True
+        if self._nvml is None:
+            try:
+                import pynvml
+            except ImportError as exc:
+                self.error = f"nvidia-ml-py is not installed: {exc}"
+                return
+            self._nvml = pynvml
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            self.error = self._init_reason(exc)
+            return
+        self._initialized = True
+        try:
+            count = nvml.nvmlDeviceGetCount()
+        except nvml.NVMLError as exc:
+            self.error = f"NVML cannot count the GPUs: {exc}"
+            return
+        self.driver_version = _text(self._quiet("nvmlSystemGetDriverVersion"))
+        cuda = self._quiet("nvmlSystemGetCudaDriverVersion")
+        if cuda:
+            self.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}"
+        self._devices = [self._open_device(index) for index in range(count)]
+        if not self._devices:
+            self.error = "NVML found no GPUs"
+
+    def close(self) -> None:
+        """Free GPM samples and shut NVML down; afterwards the gateway reports no GPUs."""
+        for dev in self._devices:
+            for sample in dev.gpm_samples:
+                try:
+                    self._call("nvmlGpmSampleFree", sample)
+                except (_Missing, self._nvml.NVMLError) as exc:
+                    log.debug("GPU %d: freeing a GPM sample failed: %s", dev.index, exc)
+            dev.gpm_samples = []
+        self._devices = []
+        if self._initialized:
+            self._initialized = False
+            try:
+                self._nvml.nvmlShutdown()
+            except self._nvml.NVMLError as exc:
+                log.debug("nvmlShutdown failed: %s", exc)
+
+    def _init_reason(self, exc: BaseException) -> str:
+        for name, reason in _INIT_REASONS.items():
+            if self._is(exc, name):
+                return reason
+        return f"NVML failed to start: {exc}"
+
+    def _open_device(self, index: int) -> _Device:
+        try:
+            handle = self._call("nvmlDeviceGetHandleByIndex", index)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            info = GpuInfo(index=index, name=f"unavailable ({exc})", uuid="", memory_total=0)
+            return _Device(index, None, info, state="lost" if self._is_lost(exc) else "error")
+        memory = self._quiet("nvmlDeviceGetMemoryInfo", handle)
+        links = self._active_links(handle)
+        support = self._quiet("nvmlGpmQueryDeviceSupport", handle)
+        gpm = bool(getattr(support, "isSupportedDevice", 0))
+        info = GpuInfo(
+            index=index,
+            name=_text(self._quiet("nvmlDeviceGetName", handle)) or "unknown",
+            uuid=_text(self._quiet("nvmlDeviceGetUUID", handle)) or "",
+            memory_total=int(memory.total) if memory is not None else 0,
+            pcie_gen=self._quiet("nvmlDeviceGetCurrPcieLinkGeneration", handle),
+            pcie_width=self._quiet("nvmlDeviceGetCurrPcieLinkWidth", handle),
+            pcie_gen_max=self._quiet("nvmlDeviceGetMaxPcieLinkGeneration", handle),
+            pcie_width_max=self._quiet("nvmlDeviceGetMaxPcieLinkWidth", handle),
+            nvlink_links=len(links),
+            gpm=gpm,
+        )
+        metrics = {
+            name: getattr(self._nvml, constant)
+            for name, (constant, _) in _GPM_METRICS.items()
+            if hasattr(self._nvml, constant)
+        }
+        return _Device(index, handle, info, active_links=links, gpm_metrics=metrics if gpm else {})
+
+    def _active_links(self, handle: Any) -> list[int]:
+        enabled = getattr(self._nvml, "NVML_FEATURE_ENABLED", 1)
+        links = []
+        for link in range(getattr(self._nvml, "NVML_NVLINK_MAX_LINKS", 0)):
+            state = self._quiet("nvmlDeviceGetNvLinkState", handle, link)
+            if state is None and link == 0:
+                break  # NotSupported on link 0: this GPU has no NVLink
+            if state == enabled:
+                links.append(link)
+        return links
+
+    # --- cheap reads -------------------------------------------------------------------------
+
+    def read_fast(self) -> list[GpuSample]:
+        """One sample per GPU from the cheap counters."""
+        return [self._read_device(dev) for dev in self._devices]
+
+    def _read_device(self, dev: _Device) -> GpuSample:
+        if dev.state != "ok":
+            return GpuSample(index=dev.index, state=dev.state, values={})
+        values: dict[str, float] = {}
+        errors: dict[str, str] = {}
+        for group, fields in _FAST_GROUPS.items():
+            if group in dev.unsupported:
+                continue
+            try:
+                if group in _SIMPLE_READS:
+                    values[group] = self._read_simple(dev, *_SIMPLE_READS[group])
+                else:
+                    values.update(getattr(self, f"_read_{group}")(dev))
+            except (_Missing, self._nvml.NVMLError) as exc:
+                self._failed(dev, group, exc)
+                if dev.state != "ok":
+                    return GpuSample(index=dev.index, state=dev.state, values={})
+                if group not in dev.unsupported:
+                    errors.update(dict.fromkeys(fields, str(exc)))
+        return GpuSample(index=dev.index, state="ok", values=values, errors=errors)
+
+    def _read_simple(
+        self, dev: _Device, name: str, constants: tuple[str, ...], divisor: int
+    ) -> float:
+        value = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
+        return value / divisor if divisor != 1 else value
+
+    def _read_util(self, dev: _Device) -> dict[str, float]:
+        util = self._call("nvmlDeviceGetUtilizationRates", dev.handle)
+        return {"util_gpu": util.gpu, "util_mem": util.memory}
+
+    def _read_memory(self, dev: _Device) -> dict[str, float]:
+        memory = self._call("nvmlDeviceGetMemoryInfo", dev.handle)
+        return {"mem_used": memory.used, "mem_total": memory.total}
+
+    def _read_throttle(self, dev: _Device) -> dict[str, float]:
+        try:
+            mask = self._call("nvmlDeviceGetCurrentClocksEventReasons", dev.handle)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            if self._kind(exc) != "unsupported":
+                raise
+            # Older drivers and nvidia-ml-py releases only have the deprecated name.
+            mask = self._call("nvmlDeviceGetCurrentClocksThrottleReasons", dev.handle)
+        return {"throttle": mask}
+
+    def _read_nvlink(self, dev: _Device) -> dict[str, float]:
+        """NVLink TX/RX rates from the cumulative KiB counters and their own timestamps."""
+        nvml = self._nvml
+        scopes = dev.nvlink_scopes
+        ids = [(nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, scope) for scope in scopes]
+        ids += [(nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, scope) for scope in scopes]
+        entries = self._call("nvmlDeviceGetFieldValues", dev.handle, ids)
+        totals = [0, 0]
+        stamp = 0
+        for position, entry in enumerate(entries):
+            if entry.nvmlReturn != 0:
+                exc = nvml.NVMLError(entry.nvmlReturn)
+                refused = self._kind(exc) == "unsupported" or self._is(
+                    exc, "NVMLError_InvalidArgument"
+                )
+                if scopes == [ALL_LINKS] and dev.active_links and refused:
+                    # A driver without the all-links scope: sum the active links instead.
+                    dev.nvlink_scopes = list(dev.active_links)
+                    return {}
+                raise exc
+            totals[position // len(scopes)] += _field_value(entry)
+            stamp = max(stamp, entry.timestamp)
+        previous = dev.nvlink_prev
+        dev.nvlink_prev = (stamp, totals[0], totals[1])
+        if previous is None:
+            return {}
+        seconds = (stamp - previous[0]) / 1e6
+        if seconds <= 0:  # NVML answered from the same update: the rate has not moved
+            dev.nvlink_prev = previous
+            return dict(dev.nvlink_rate)
+        if totals[0] < previous[1] or totals[1] < previous[2]:
+            dev.nvlink_rate = {}  # counters reset (driver reload): start over
+            return {}
+        dev.nvlink_rate = {
+            "nvlink_tx": (totals[0] - previous[1]) * _KIB / seconds,
+            "nvlink_rx": (totals[1] - previous[2]) * _KIB / seconds,
+        }
+        return dict(dev.nvlink_rate)
+
+    # --- slow reads --------------------------------------------------------------------------
+
+    def read_slow(self) -> dict[int, dict[str, float]]:
+        """GPM metrics, energy, and where GPM gives no PCIe rates the ~20 ms PCIe call.
+
+        GPU index -> values; a GPU or field with nothing new this time is absent.
+        """
+        out: dict[int, dict[str, float]] = {}
+        # GPM first, for every GPU: keeps each GPU's sample spacing steady.
+        for dev in self._devices:
+            if dev.state == "ok" and dev.gpm_metrics and "gpm" not in dev.unsupported:
+                self._slow(dev, "gpm", self._read_gpm, out)
+        for dev in self._devices:
+            for name in _SLOW_SIMPLE_READS:
+                if dev.state == "ok" and name not in dev.unsupported:
+                    self._slow(dev, name, self._read_slow_simple(name), out)
+        for dev in self._devices:
+            if dev.state == "ok" and "pcie" not in dev.unsupported and not self._gpm_pcie(dev):
+                self._slow(dev, "pcie", self._read_pcie, out)
+        return out
+
+    def _slow(
+        self,
+        dev: _Device,
+        group: str,
+        reader: Callable[[_Device], dict[str, float]],
+        out: dict[int, dict[str, float]],
+    ) -> None:
+        try:
+            values = reader(dev)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            self._failed(dev, group, exc)
+            log.debug("GPU %d: %s read failed: %s", dev.index, group, exc)
+            return
+        if values:
+            out.setdefault(dev.index, {}).update(values)
+
+    def _read_slow_simple(self, name: str) -> Callable[[_Device], dict[str, float]]:
+        return lambda dev: {name: self._read_simple(dev, *_SIMPLE_READS[name])}
+
+    def _gpm_pcie(self, dev: _Device) -> bool:
+        gpm = "gpm" not in dev.unsupported
+        return gpm and "pcie_tx" in dev.gpm_metrics and "pcie_rx" in dev.gpm_metrics
+
+    def _read_gpm(self, dev: _Device) -> dict[str, float]:
+        now = self._clock()
+        if dev.gpm_time is not None and now - dev.gpm_time < GPM_MIN_INTERVAL:
+            return {}
+        while len(dev.gpm_samples) < 2:
+            dev.gpm_samples.append(self._call("nvmlGpmSampleAlloc"))
+        previous, current = dev.gpm_samples
+        self._call("nvmlGpmSampleGet", dev.handle, current)
+        first = dev.gpm_time is None
+        dev.gpm_samples = [current, previous]
+        dev.gpm_time = now
+        return {} if first else self._gpm_metrics(dev, previous, current)
+
+    def _gpm_metrics(self, dev: _Device, previous: Any, current: Any) -> dict[str, float]:
+        # GPM NVLink rates only stand in for the field counters, and only where links exist.
+        nvlink = bool(dev.active_links) and "nvlink" in dev.unsupported
+        wanted = [
+            (name, metric)
+            for name, metric in dev.gpm_metrics.items()
+            if nvlink or not name.startswith("nvlink")
+        ]
+        if not wanted:
+            return {}
+        request = self._call("c_nvmlGpmMetricsGet_t")
+        request.version = self._nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(wanted)
+        request.sample1 = previous
+        request.sample2 = current
+        for position, (_, metric) in enumerate(wanted):
+            request.metrics[position].metricId = metric
+        self._call("nvmlGpmMetricsGet", request)
+        values: dict[str, float] = {}
+        for position, (name, _) in enumerate(wanted):
+            result = request.metrics[position]
+            if result.nvmlReturn == 0:
+                if math.isfinite(result.value):
+                    values[name] = result.value * _GPM_METRICS[name][1]
+            elif self._kind(self._nvml.NVMLError(result.nvmlReturn)) == "unsupported":
+                del dev.gpm_metrics[name]
+        return values
+
+    def _read_pcie(self, dev: _Device) -> dict[str, float]:
+        # Never NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES: on the H200 they do not count data traffic.
+        nvml = self._nvml
+        tx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_TX_BYTES)
+        rx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
+        return {"pcie_tx": tx * _KB, "pcie_rx": rx * _KB}
+
+    # --- errors ------------------------------------------------------------------------------
+
+    def _call(self, name: str, *args: Any) -> Any:
+        function = getattr(self._nvml, name, None)
+        if function is None:
+            raise _Missing(f"{name} is not in this nvidia-ml-py")
+        return function(*args)
+
+    def _quiet(self, name: str, *args: Any) -> Any:
+        """For the inventory: the answer, or None when NVML cannot give it."""
+        try:
+            return self._call(name, *args)
+        except (_Missing, self._nvml.NVMLError):
+            return None
+
+    def _failed(self, dev: _Device, group: str, exc: BaseException) -> None:
+        kind = self._kind(exc)
+        if kind == "unsupported":
+            dev.unsupported.add(group)
+        elif kind == "lost":
+            dev.state = "lost"
+            self._any_lost = True
+            log.warning("GPU %d is lost: %s", dev.index, exc)
+
+    def _kind(self, exc: BaseException) -> str:
+        """'unsupported' (never ask again), 'lost' (the GPU is gone) or 'error' (this tick)."""
+        if isinstance(exc, _Missing):
+            return "unsupported"
+        if self._is(exc, "NVMLError_NotSupported", "NVMLError_FunctionNotFound"):
+            return "unsupported"
+        if self._is_lost(exc):
+            return "lost"
+        return "error"
+
+    def _is_lost(self, exc: BaseException) -> bool:
+        # Once a GPU is lost, NVML may answer Uninitialized for it rather than GpuIsLost.
+        if self._any_lost and self._is(exc, "NVMLError_Uninitialized"):
+            return True
+        return self._is(exc, "NVMLError_GpuIsLost")
+
+    def _is(self, exc: BaseException, *names: str) -> bool:
+        classes = [getattr(self._nvml, name, None) for name in names]
+        return any(cls is not None and isinstance(exc, cls) for cls in classes)
+
+
+def _field_value(entry: Any) -> int:
+    member = _VALUE_MEMBERS[entry.valueType] if entry.valueType < len(_VALUE_MEMBERS) else "ullVal"
+    return getattr(entry.value, member)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value

@@ -1,0 +1,167 @@
+"""The sampling threads: a fast tick on a fixed schedule, and a slow reader beside it.
+
+The fast thread ticks at the asked rate on a monotonic grid (tick k is due at start + k·period),
+so the rate does not drift; when a tick overruns it runs the late tick at once and drops the
+ones it missed rather than bursting to catch up. GPM and the blocking PCIe call run on a second
+thread, and the fast tick merges the latest of their values, so a slow NVML call never delays a
+sample. NVML never runs on the agent's event loop: `on_sample` is called from the fast thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from dltui.protocol.messages import GpuSample, Inventory, Sample
+from dltui.telemetry.host import HostSampler
+from dltui.telemetry.inventory import build_inventory
+from dltui.telemetry.nvml import GPM_MIN_INTERVAL, NvmlGateway
+
+log = logging.getLogger(__name__)
+
+SLOW_MAX_AGE = 2.0
+"""Seconds after which a slow value is dropped rather than shown as current."""
+
+# A little over GPM's minimum, so scheduling jitter never brings two GPM samples closer than it.
+_SLOW_MIN_INTERVAL = GPM_MIN_INTERVAL * 1.05
+
+SlowValues = dict[int, dict[str, tuple[float, float]]]
+"""GPU index -> field -> (value, monotonic time it was read)."""
+
+
+class Sampler:
+    """Owns the NVML gateway and the host sampler, and hands each tick's `Sample` to a callback."""
+
+    def __init__(
+        self,
+        rate_hz: float,
+        on_sample: Callable[[Sample], None],
+        gateway: NvmlGateway | None = None,
+        *,
+        host: HostSampler | None = None,
+    ) -> None:
+        if not rate_hz > 0:
+            raise ValueError(f"rate_hz must be positive, got {rate_hz}")
+        self.rate_hz = rate_hz
+        self.period = 1.0 / rate_hz
+        self._on_sample = on_sample
+        self._gateway = gateway if gateway is not None else NvmlGateway()
+        self._host = host if host is not None else HostSampler()
+        self._inventory: Inventory | None = None
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._slow: SlowValues = {}
+        self._slow_lock = threading.Lock()
+        self._seq = 0
+        self._last_error: dict[str, str] = {}
+
+    @property
+    def inventory(self) -> Inventory:
+        """The machine's inventory, taken once (this opens NVML)."""
+        if self._inventory is None:
+            self._inventory = build_inventory(self._gateway)
+        return self._inventory
+
+    def start(self) -> None:
+        if self._threads:
+            raise RuntimeError("the sampler is already started")
+        _ = self.inventory
+        self._threads.append(threading.Thread(target=self._run_fast, name="dltui-sample-fast"))
+        if self._gateway.count:
+            self._threads.append(threading.Thread(target=self._run_slow, name="dltui-sample-slow"))
+        for thread in self._threads:
+            thread.daemon = True
+            thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the threads, wait for them, and close NVML."""
+        self._stopping.set()
+        stuck = []
+        for thread in self._threads:
+            thread.join(timeout)
+            if thread.is_alive():
+                stuck.append(thread.name)
+        if stuck:
+            # Shutting NVML down under a thread still inside it could crash the process.
+            log.warning("sampler threads %s did not stop; leaving NVML open", stuck)
+            return
+        self._gateway.close()
+
+    # --- threads -----------------------------------------------------------------------------
+
+    def _run_fast(self) -> None:
+        start = time.monotonic()
+        tick = 0
+        while not self._stopping.is_set():
+            self._guarded("sample", self._tick)
+            tick += 1
+            now = time.monotonic()
+            # Late: run the latest due tick now and drop the earlier missed ones.
+            tick = max(tick, math.floor((now - start) / self.period))
+            if self._stopping.wait(max(0.0, start + tick * self.period - now)):
+                break
+
+    def _run_slow(self) -> None:
+        interval = max(_SLOW_MIN_INTERVAL, self.period)
+        while not self._stopping.is_set():
+            began = time.monotonic()
+            self._guarded("slow read", self._slow_tick)
+            if self._stopping.wait(max(0.0, began + interval - time.monotonic())):
+                break
+
+    def _tick(self) -> None:
+        host = self._host.read()
+        gpus = self._gateway.read_fast()
+        mono = time.monotonic()
+        wall = time.time()
+        with self._slow_lock:
+            gpus = merge_slow(gpus, self._slow, mono)
+        self._seq += 1
+        self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
+
+    def _slow_tick(self) -> None:
+        values = self._gateway.read_slow()
+        now = time.monotonic()
+        with self._slow_lock:
+            for index, fields in values.items():
+                stamped = self._slow.setdefault(index, {})
+                for name, value in fields.items():
+                    stamped[name] = (value, now)
+
+    def _guarded(self, what: str, step: Callable[[], None]) -> None:
+        """Run one step; an exception is logged (once per distinct message) and the loop goes on."""
+        try:
+            step()
+        except Exception as exc:  # a failing tick must not end the sampler
+            message = f"{type(exc).__name__}: {exc}"
+            if self._last_error.get(what) != message:
+                self._last_error[what] = message
+                log.exception("sampler %s failed", what)
+            else:
+                log.debug("sampler %s failed again: %s", what, message)
+        else:
+            self._last_error.pop(what, None)
+
+
+def merge_slow(
+    gpus: list[GpuSample], slow: SlowValues, now: float, max_age: float = SLOW_MAX_AGE
+) -> list[GpuSample]:
+    """Each live GPU's sample with its slow values no older than `max_age` added.
+
+    A value from the fast read wins over a slow one of the same name.
+    """
+    merged = []
+    for gpu in gpus:
+        fresh = {
+            name: value
+            for name, (value, stamp) in slow.get(gpu.index, {}).items()
+            if now - stamp <= max_age
+        }
+        if gpu.state == "ok" and fresh:
+            gpu = dataclasses.replace(gpu, values={**fresh, **gpu.values})
+        merged.append(gpu)
+    return merged

@@ -1,0 +1,188 @@
+"""The NVML gateway on a real GPU, checked against loads whose size we know.
+
+Skipped where NVML cannot start or sees no GPU. The load tests need PyTorch with CUDA.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from dltui.protocol.messages import Sample
+from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.sampler import Sampler
+
+pytestmark = pytest.mark.gpu
+
+TIMEOUT = 30.0
+CHEAP_FIELDS = ("util_gpu", "power", "mem_used", "temp", "clock_sm")
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[NvmlGateway]:
+    gateway = NvmlGateway()
+    gateway.open()
+    if gateway.count == 0:
+        pytest.skip(f"no GPU through NVML: {gateway.error}")
+    yield gateway
+    gateway.close()
+
+
+class Recorder:
+    """Runs a 10 Hz sampler and keeps every sample; waits on conditions, not on clocks."""
+
+    def __init__(self, rate_hz: float = 10.0) -> None:
+        self.samples: list[Sample] = []
+        self._changed = threading.Condition()
+        self.sampler = Sampler(rate_hz, self._keep)
+
+    def _keep(self, sample: Sample) -> None:
+        with self._changed:
+            self.samples.append(sample)
+            self._changed.notify_all()
+
+    def wait_for(self, condition: Callable[[list[Sample]], bool]) -> None:
+        with self._changed:
+            met = self._changed.wait_for(lambda: self.samples and condition(self.samples), TIMEOUT)
+            assert met, f"not met after {TIMEOUT} s and {len(self.samples)} samples"
+
+    def between(self, start: float, end: float, index: int, name: str) -> list[float]:
+        with self._changed:
+            samples = [s for s in self.samples if start <= s.mono <= end]
+        return [s.gpus[index].values[name] for s in samples if name in s.gpus[index].values]
+
+    def __enter__(self) -> Recorder:
+        self.sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sampler.stop()
+
+
+def _torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    return torch
+
+
+def _nvml_index_of_cuda0(torch, gateway: NvmlGateway) -> int:
+    """NVML and CUDA may number GPUs differently; match cuda:0 by UUID."""
+    uuid = str(getattr(torch.cuda.get_device_properties(0), "uuid", ""))
+    for gpu in gateway.gpus:
+        if uuid and gpu.uuid.removeprefix("GPU-") == uuid.removeprefix("GPU-"):
+            return gpu.index
+    return 0
+
+
+def _span(seconds: float) -> Callable[[list[Sample]], bool]:
+    return lambda samples: len(samples) > 1 and samples[-1].mono - samples[0].mono >= seconds
+
+
+def test_cheap_fields_are_present(gateway: NvmlGateway) -> None:
+    for sample in gateway.read_fast():
+        assert sample.state == "ok"
+        assert sample.errors == {}
+        for name in CHEAP_FIELDS:
+            assert name in sample.values, name
+        assert 10 < sample.values["power"] < 1500
+        assert 0 < sample.values["mem_used"] <= sample.values["mem_total"]
+
+
+def test_a_fast_read_is_cheap(gateway: NvmlGateway) -> None:
+    gateway.read_fast()  # support detection happens on the first read
+    timings = []
+    for _ in range(100):
+        began = time.perf_counter()
+        gateway.read_fast()
+        timings.append(time.perf_counter() - began)
+    per_gpu = statistics.median(timings) / gateway.count
+    assert per_gpu < 0.0005, f"{per_gpu * 1e6:.0f} µs per GPU"
+
+
+def test_inventory(gateway: NvmlGateway) -> None:
+    assert gateway.driver_version and gateway.cuda_version
+    for gpu in gateway.gpus:
+        assert gpu.name and gpu.uuid.startswith("GPU-") and gpu.memory_total > 0
+        assert gpu.pcie_gen and gpu.pcie_width
+
+
+def test_slow_fields_arrive() -> None:
+    with Recorder() as recorder:
+        gpus = recorder.sampler.inventory.gpus
+        if not gpus:
+            pytest.skip("no GPU")
+
+        def complete(samples: list[Sample]) -> bool:
+            values = [gpu.values for gpu in samples[-1].gpus]
+            return all(
+                {"pcie_tx", "pcie_rx", "energy"} <= set(v)
+                and (not info.gpm or {"sm_active", "tensor_active", "dram_active"} <= set(v))
+                for info, v in zip(gpus, values, strict=True)
+            )
+
+        recorder.wait_for(complete)
+
+
+def test_gemm_load_shows_in_utilization_tensor_activity_and_power(gateway: NvmlGateway) -> None:
+    torch = _torch_cuda()
+    index = _nvml_index_of_cuda0(torch, gateway)
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    with Recorder() as recorder:
+        recorder.wait_for(_span(1.0))
+        idle_end = recorder.samples[-1].mono
+        began = time.monotonic()
+        products = 0
+        while time.monotonic() - began < 3.0:
+            a @ b
+            products += 1
+            if products % 20 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        ended = time.monotonic()
+        recorder.wait_for(lambda s: s[-1].mono > ended)
+    idle_power = statistics.median(recorder.between(0, idle_end, index, "power"))
+    window = (began + 1.0, ended)  # after the clocks and the GPM interval settle
+    util = statistics.median(recorder.between(*window, index, "util_gpu"))
+    power = statistics.median(recorder.between(*window, index, "power"))
+    print(f"GEMM: util {util}%, power {idle_power:.0f} W idle -> {power:.0f} W")
+    assert util > 50
+    assert power > idle_power + 50, (idle_power, power)
+    if gateway.gpus[index].gpm:
+        tensor = statistics.median(recorder.between(*window, index, "tensor_active"))
+        print(f"GEMM: tensor active {tensor:.1f}%")
+        assert tensor > 20
+
+
+def test_pcie_rates_match_pinned_copies(gateway: NvmlGateway) -> None:
+    """Host→device traffic is RX from the GPU's side, device→host is TX."""
+    torch = _torch_cuda()
+    index = _nvml_index_of_cuda0(torch, gateway)
+    size = 1 << 30
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    device = torch.empty(size, dtype=torch.uint8, device="cuda")
+    device.copy_(host)
+    torch.cuda.synchronize()
+    with Recorder() as recorder:
+        recorder.wait_for(lambda s: "pcie_rx" in s[-1].gpus[index].values)
+        for name, copy in (
+            ("pcie_rx", lambda: device.copy_(host)),
+            ("pcie_tx", lambda: host.copy_(device)),
+        ):
+            began = time.monotonic()
+            copies = 0
+            while time.monotonic() - began < 2.0:
+                copy()  # pinned memory: synchronous for the host, back to back on the bus
+                copies += 1
+            torch.cuda.synchronize()
+            ended = time.monotonic()
+            measured = copies * size / (ended - began)
+            seen = statistics.median(recorder.between(began + 0.3, ended, index, name))
+            print(f"{name}: NVML {seen / 1e9:.1f} GB/s, copies {measured / 1e9:.1f} GB/s")
+            assert seen == pytest.approx(measured, rel=0.10), (name, seen / 1e9, measured / 1e9)

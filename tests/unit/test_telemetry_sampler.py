@@ -1,0 +1,229 @@
+"""The sampler's threads and schedule, slow-value merging, and the inventory it builds."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+import threading
+import time
+from importlib import metadata
+
+from dltui.protocol.messages import GpuInfo, GpuSample, Inventory, Sample
+from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
+from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, merge_slow
+
+TIMEOUT = 10.0
+
+
+class Collector:
+    """Collects samples and wakes the test once `done(samples)` holds."""
+
+    def __init__(self, done) -> None:
+        self.samples: list[Sample] = []
+        self.done = done
+        self.event = threading.Event()
+
+    def __call__(self, sample: Sample) -> None:
+        self.samples.append(sample)
+        if self.done(self.samples):
+            self.event.set()
+
+    def wait(self) -> list[Sample]:
+        assert self.event.wait(TIMEOUT), f"only {len(self.samples)} samples arrived"
+        return list(self.samples)
+
+
+class FakeGateway:
+    """The NvmlGateway interface with one GPU; read_slow can be held to play a 20 ms call."""
+
+    def __init__(self) -> None:
+        self.count = 1
+        self.gpus = [GpuInfo(index=0, name="NVIDIA H200", uuid="GPU-0", memory_total=1 << 30)]
+        self.error = None
+        self.driver_version = "570.86.15"
+        self.cuda_version = "12.8"
+        self.slow_values = {0: {"pcie_rx": 55e9, "power": -1.0}}
+        self.release_slow = threading.Event()
+        self.release_slow.set()
+        self.slow_reads = 0
+        self.closed = False
+
+    def open(self) -> None:
+        pass
+
+    def read_fast(self) -> list[GpuSample]:
+        return [GpuSample(index=0, state="ok", values={"power": 300.0})]
+
+    def read_slow(self) -> dict[int, dict[str, float]]:
+        self.release_slow.wait(TIMEOUT)
+        self.slow_reads += 1
+        return self.slow_values
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_samples_arrive_at_the_asked_rate_on_this_machine() -> None:
+    collector = Collector(lambda s: s[-1].mono - s[0].mono >= 1.0)
+    sampler = Sampler(20, collector)
+    inventory = sampler.inventory
+    if not inventory.gpus:  # this machine: no NVIDIA driver
+        assert inventory.nvml_error
+    sampler.start()
+    try:
+        samples = collector.wait()
+    finally:
+        began = time.monotonic()
+        sampler.stop()
+        stopped_in = time.monotonic() - began
+    first = samples[0]
+    in_first_second = [s for s in samples if s.mono - first.mono < 1.0]
+    assert len(in_first_second) >= 15
+    assert [s.seq for s in samples] == list(range(first.seq, first.seq + len(samples)))
+    assert all(b.mono > a.mono for a, b in itertools.pairwise(samples))
+    assert abs(samples[-1].wall - time.time()) < 5
+    assert all(len(s.gpus) == len(inventory.gpus) for s in samples)
+    assert "cpu" in first.host.values
+    assert stopped_in < 1.0
+
+
+def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -> None:
+    gateway = FakeGateway()
+    gateway.release_slow.clear()  # the slow thread is stuck in NVML
+    collector = Collector(lambda s: len(s) >= 5)
+    sampler = Sampler(50, collector, gateway=gateway)
+    sampler.start()
+    try:
+        stuck = collector.wait()
+        assert all("pcie_rx" not in s.gpus[0].values for s in stuck)
+        collector.done = lambda s: "pcie_rx" in s[-1].gpus[0].values
+        collector.event.clear()
+        gateway.release_slow.set()
+        merged = collector.wait()[-1].gpus[0]
+    finally:
+        sampler.stop()
+    assert merged.values["pcie_rx"] == 55e9
+    assert merged.values["power"] == 300.0  # the fast read wins
+    assert gateway.closed
+
+
+def test_a_failing_tick_is_logged_and_sampling_goes_on(caplog) -> None:
+    def on_sample(sample: Sample) -> None:
+        collector(sample)
+        if sample.seq == 1:
+            raise RuntimeError("the agent's queue is gone")
+
+    collector = Collector(lambda s: len(s) >= 3)
+    sampler = Sampler(50, on_sample, gateway=FakeGateway())
+    with caplog.at_level(logging.ERROR, logger="dltui.telemetry.sampler"):
+        sampler.start()
+        try:
+            samples = collector.wait()
+        finally:
+            sampler.stop()
+    assert [s.seq for s in samples[:3]] == [1, 2, 3]
+    assert any("the agent's queue is gone" in (r.exc_text or "") for r in caplog.records)
+
+
+def test_an_overrun_skips_missed_ticks_instead_of_bursting() -> None:
+    period = 1 / 20
+
+    def on_sample(sample: Sample) -> None:
+        if sample.seq == 3:
+            threading.Event().wait(8 * period)  # one tick overruns by ~7 periods
+        collector(sample)
+
+    collector = Collector(lambda s: len(s) >= 9)
+    sampler = Sampler(20, on_sample, gateway=FakeGateway())
+    sampler.start()
+    try:
+        samples = collector.wait()
+    finally:
+        sampler.stop()
+    gaps = [b.mono - a.mono for a, b in itertools.pairwise(samples[2:])]
+    # One late tick right after the overrun at most, then back on the period: no burst of 7.
+    assert sum(gap < period / 2 for gap in gaps) <= 1
+    assert len(samples) == 9 and samples[-1].seq == 9
+
+
+def test_ticks_stay_on_the_grid_when_each_tick_takes_time() -> None:
+    def on_sample(sample: Sample) -> None:
+        threading.Event().wait(0.01)  # a tick that costs a fifth of the period
+        collector(sample)
+
+    collector = Collector(lambda s: len(s) >= 21)
+    sampler = Sampler(20, on_sample, gateway=FakeGateway())
+    sampler.start()
+    try:
+        samples = collector.wait()
+    finally:
+        sampler.stop()
+    # Tick 20 is due one second after tick 0; sleeping a period after each tick would drift
+    # by 20 × 10 ms.
+    assert abs(samples[20].mono - samples[0].mono - 1.0) < 0.05
+
+
+def test_stop_is_prompt_even_between_slow_ticks() -> None:
+    collector = Collector(lambda s: len(s) >= 1)
+    sampler = Sampler(0.2, collector, gateway=FakeGateway())  # a tick every 5 s
+    sampler.start()
+    collector.wait()
+    began = time.monotonic()
+    sampler.stop()
+    assert time.monotonic() - began < 1.0
+
+
+def test_merge_slow_drops_stale_values_and_skips_lost_gpus() -> None:
+    now = 100.0
+    gpus = [
+        GpuSample(index=0, state="ok", values={"power": 300.0}),
+        GpuSample(index=1, state="lost", values={}),
+    ]
+    slow = {
+        0: {"pcie_tx": (1e9, now - 0.2), "sm_active": (90.0, now - SLOW_MAX_AGE - 0.1)},
+        1: {"pcie_tx": (2e9, now)},
+    }
+    first, second = merge_slow(gpus, slow, now)
+    assert first.values == {"power": 300.0, "pcie_tx": 1e9}
+    assert second.values == {}
+
+
+# --- inventory --------------------------------------------------------------------------------
+
+
+def test_inventory_from_the_gateway() -> None:
+    inventory = build_inventory(FakeGateway())
+    assert isinstance(inventory, Inventory)
+    assert [gpu.name for gpu in inventory.gpus] == ["NVIDIA H200"]
+    assert (inventory.driver_version, inventory.cuda_version) == ("570.86.15", "12.8")
+    assert inventory.nvml_error is None
+    assert inventory.cpu_count >= 1 and inventory.memory_total > 0
+    assert inventory.cpu_model and inventory.hostname and inventory.os
+    assert inventory.python == ".".join(map(str, sys.version_info[:3]))
+    assert inventory.dltui
+
+
+def test_frameworks_found_without_importing_them() -> None:
+    installed = {"tensorflow-cpu": "2.16.1", "torch": "2.5.0"}
+
+    def version(name: str) -> str:
+        if name not in installed:
+            raise metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    assert installed_frameworks(version) == {"tensorflow": "2.16.1", "torch": "2.5.0"}
+    installed.clear()
+    assert installed_frameworks(version) == {}
+    before = set(sys.modules)
+    build_inventory(FakeGateway())
+    assert not {"tensorflow", "torch"} & (set(sys.modules) - before)
+
+
+def test_cpu_model_from_cpuinfo(tmp_path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9654 96-Core Processor\n")
+    assert cpu_model(str(cpuinfo)) == "AMD EPYC 9654 96-Core Processor"
+    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 2000.00\n")  # ARM: no model name
+    assert cpu_model(str(cpuinfo))
+    assert cpu_model(str(tmp_path / "absent"))
