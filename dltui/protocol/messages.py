@@ -205,15 +205,26 @@ def to_wire(message: Message) -> dict[str, Any]:
     return wire
 
 
+_SCALARS = (int, float, str, bytes, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def to_plain(obj: Any) -> Any:
-    """Dataclasses as plain maps and lists, for msgpack and JSON."""
-    if dataclasses.is_dataclass(obj):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, list):
-        return [to_plain(item) for item in obj]
-    if isinstance(obj, dict):
+    """Dataclasses as plain maps and lists, for msgpack and JSON.
+
+    On the agent's hot path (every sample), so scalars return first and field names are cached.
+    """
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    if cls is dict:
         return {key: to_plain(value) for key, value in obj.items()}
-    return obj
+    if cls is list:
+        return [to_plain(item) for item in obj]
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(obj))
+    return {name: to_plain(getattr(obj, name)) for name in names}
 
 
 def from_wire(obj: Any) -> Message:

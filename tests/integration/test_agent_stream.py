@@ -53,10 +53,13 @@ async def test_samples_arrive_at_each_clients_rate(agent_factory):
         gaps = [b.mono - a.mono for a, b in itertools.pairwise(samples)]
         assert statistics.median(gaps) == pytest.approx(1 / rate, rel=0.2)
         assert all(b.seq > a.seq for a, b in itertools.pairwise(samples))
-    host = fast_samples[-1].host
-    assert 0.0 <= host.values["cpu"] <= 100.0
-    assert len(host.cpu_per_core) == welcome.inventory.cpu_count
-    assert host.values["mem_total"] == welcome.inventory.memory_total
+    hosts = [sample.host for sample in fast_samples]
+    assert all(0.0 <= host.values["cpu"] <= 100.0 for host in hosts)
+    assert all(len(host.cpu_per_core) == welcome.inventory.cpu_count for host in hosts)
+    # Memory and I/O rates come at 2 Hz, inside the 20 Hz stream.
+    with_memory = [host for host in hosts if "mem_total" in host.values]
+    assert 2 <= len(with_memory) <= 6
+    assert with_memory[-1].values["mem_total"] == welcome.inventory.memory_total
     await fast.close()
     await slow.close()
 

@@ -25,7 +25,7 @@ class FakeClock:
 
 
 def test_read_on_this_machine() -> None:
-    sampler = HostSampler()
+    sampler = HostSampler(counter_interval=0.0)
     sample = sampler.read()
     values = sample.values
     assert set(values) <= set(HOST_FIELDS)
@@ -55,6 +55,19 @@ def test_rates_are_counter_differences_over_monotonic_time(monkeypatch) -> None:
     assert values["net_tx"] == 1000.0
     assert values["disk_write"] == 2_000_000.0
     assert "disk_read" not in values  # went backwards: no rate rather than a negative one
+
+
+def test_memory_and_counters_are_read_at_their_own_slower_interval(monkeypatch) -> None:
+    clock = FakeClock()
+    sampler = HostSampler(clock=clock, counter_interval=0.5)
+    reads = []
+    monkeypatch.setattr(sampler, "_counters", lambda: reads.append(clock.now) or {"net_rx": 0})
+    for _ in range(10):  # one second at 10 Hz
+        values = sampler.read().values
+        assert "cpu" in values and "load1" in values
+        assert ("mem_used" in values) == (reads[-1] == clock.now)
+        clock.now += 0.1
+    assert len(reads) == 2  # at 0 s and at 0.5 s
 
 
 def test_loopback_traffic_is_not_network_traffic(monkeypatch) -> None:

@@ -1,0 +1,72 @@
+"""The `?` screen: the keys, and what each line of a column measures and where it comes from."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP = """\
+[b]Keys[/b]
+  [b]q[/b]         quit (stops the connections; a local agent exits)
+  [b]?[/b]         this help; [b]escape[/b] or [b]?[/b] closes it
+  [b]ctrl+p[/b]    command palette (theme, keys, screenshot)
+  ← →       one server left, right; home, end: first, last
+  tab ↑ ↓   focus a column, scroll its GPUs
+
+[b]Header[/b]
+  hostname, GPU model × count, link state (live, connecting, offline since…, auth failed),
+  [b]rtt[/b] round trip of a ping, [b]offset[/b] agent clock minus this clock,
+  [b]dropped[/b] samples the agent dropped because this client read too slowly
+
+[b]Host[/b]
+  [b]cpu[/b] all cores, one block per core under it; [b]mem[/b] used/total;
+  [b]load[/b] 1, 5, 15 min; [b]net[/b] ↓ receive ↑ transmit; [b]disk[/b] read, write
+
+[b]GPU[/b] (NVML; a line the GPU does not support is not shown)
+  [b]util[/b]    time a kernel was running (not how much of the GPU it used)
+  [b]mem[/b]     memory used/total          [b]power[/b]   draw/limit
+  [b]temp[/b]    GPU temperature            [b]sm clk[/b]  SM clock
+  [b]pci[/b]     PCIe transmit/receive      [b]nvl[/b]     NVLink transmit/receive
+  [b]tensor[/b]  tensor cores active (GPM, Hopper and later)
+  [b]throttle[/b] why the clocks are held down, in words
+  dimmed lines: fields whose read failed this tick, with NVML's reason
+
+Sparklines: the last values, newest at the right; a gap is time the link was down.
+Percentages are scaled 0–100, the rest 0 to the field's limit or the largest value shown.\
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("question_mark", "dismiss", "Close", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+        & > VerticalScroll {
+            width: auto;
+            max-width: 100%;
+            height: auto;
+            max-height: 100%;
+            border: round $accent;
+            border-title-color: $text;
+            background: $surface;
+            padding: 0 1;
+        }
+        & Static {
+            width: auto;
+        }
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as body:
+            body.border_title = "dltui help"
+            yield Static(HELP)

@@ -1,0 +1,69 @@
+"""Sparklines in eighth-blocks: a whole series in one line of text, cheap enough to redraw often."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+GAP = " "  # a NaN point: the link was down, nothing was measured
+
+
+def level_char(fraction: float) -> str:
+    """The block for a fraction of full scale, clamped to 0..1; NaN is a gap."""
+    if math.isnan(fraction):
+        return GAP
+    index = round(min(max(fraction, 0.0), 1.0) * (len(BLOCKS) - 1))
+    return BLOCKS[index]
+
+
+def scale_top(values: Sequence[float], limit: float | None = None, floor: float = 0.0) -> float:
+    """Full scale for a line: the larger of the field's limit and what was observed.
+
+    `floor` keeps a quiet series from being stretched to full height (1 kB/s of PCIe traffic
+    should not look like a saturated link).
+    """
+    observed = max((v for v in values if not math.isnan(v)), default=0.0)
+    return max(limit or 0.0, observed, floor) or 1.0
+
+
+def sparkline(values: Sequence[float], top: float, width: int) -> str:
+    """The newest `width` values as blocks, newest at the right, padded on the left."""
+    shown = values[-width:] if width > 0 else []
+    return GAP * (width - len(shown)) + "".join(level_char(v / top) for v in shown)
+
+
+CELL_SECONDS = 0.5
+"""Time one sparkline cell covers: 40 cells show 20 s, not the 4 s one sample a cell would."""
+
+
+def cells(
+    points: Sequence[tuple[float, float]], width: int, seconds: float = CELL_SECONDS
+) -> list[float]:
+    """The newest `width` cells of `seconds` each, holding the largest value that fell in them.
+
+    Cells are aligned to absolute time, so they do not shift as points arrive. A recorded gap
+    (NaN) makes its cell a gap; a cell no point fell in repeats the one before it, so a series
+    sampled slower than the cells (memory at 2 Hz, an agent at 1 Hz) draws as a line.
+    """
+    if not points or width <= 0:
+        return []
+    last_cell = math.floor(points[-1][0] / seconds)
+    first_cell = last_cell - width + 1
+    out = [math.nan] * width
+    filled = [False] * width
+    for t, value in points:
+        index = math.floor(t / seconds) - first_cell
+        if not 0 <= index < width:  # a clock-offset change can step time back a little
+            continue
+        if math.isnan(value):
+            out[index], filled[index] = math.nan, True
+        elif not filled[index] or value > out[index]:
+            out[index], filled[index] = value, True
+    if True not in filled:
+        return []
+    start = filled.index(True)
+    for index in range(start + 1, width):
+        if not filled[index]:
+            out[index] = out[index - 1]
+    return out[start:]

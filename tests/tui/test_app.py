@@ -1,0 +1,224 @@
+"""The TUI driven by Pilot: real frames in, rendered text out.
+
+Text is read from the exported SVG screenshot (a public API) and rebuilt into screen lines, so
+the assertions see what a user would see, clipping and all.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import socket
+import time
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from dltui.client.target import parse_target
+from dltui.protocol.messages import (
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    Inventory,
+    Link,
+    Pong,
+    Sample,
+    Welcome,
+)
+from dltui.tui import DltuiApp, create_app
+from dltui.tui.screens.help import HelpScreen
+from dltui.tui.widgets.gpu_panel import GpuPanel
+from dltui.tui.widgets.server_column import ServerColumn
+from dltui.tui.widgets.server_strip import ServerStrip
+
+GIB = 2**30
+SVG_TEXT = re.compile(
+    r'<text[^>]*?x="([\d.]+)"[^>]*?textLength="([\d.]+)"[^>]*?line-(\d+)\)"[^>]*>(.*?)</text>'
+)
+
+
+def screen_text(app: DltuiApp) -> str:
+    """The screen as plain lines, rebuilt from the SVG screenshot's positioned text runs."""
+    lines: dict[int, list[str]] = {}
+    for x, length, line, escaped in SVG_TEXT.findall(app.export_screenshot()):
+        text = html.unescape(escaped).replace("\xa0", " ")
+        column = round(float(x) / (float(length) / len(text)))
+        row = lines.setdefault(int(line), [])
+        row.extend(" " * (column + len(text) - len(row)))
+        row[column : column + len(text)] = text
+    return "\n".join("".join(lines[y]).rstrip() for y in sorted(lines))
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll, letting the app run between tries; fail with the screen when time runs out."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out; screen:\n{screen_text(pilot.app)}"
+        await pilot.pause(0.05)
+
+
+async def wait_for_text(pilot: Pilot, pattern: str, timeout: float = 10.0) -> str:
+    await wait_until(pilot, lambda: re.search(pattern, screen_text(pilot.app)) is not None, timeout)
+    return screen_text(pilot.app)
+
+
+def gpu_box_messages(now: float) -> list:
+    """A two-GPU server as its agent would describe it: GPU 1 has fallen off the bus."""
+    gpus = [
+        GpuInfo(0, "NVIDIA H200", "GPU-0", 141 * GIB, nvlink_links=18, gpm=True),
+        GpuInfo(1, "NVIDIA H200", "GPU-1", 141 * GIB, nvlink_links=18, gpm=True),
+    ]
+    inventory = Inventory("gpubox", "Linux", "Xeon", 64, 512 * GIB, gpus, "550.54", "12.4")
+    welcome = Welcome("agent-1", inventory, 10.0, now, 1.0)
+    messages: list = [welcome, Link("live", now, rtt=0.0004, offset=0.0002)]
+    for tick in range(30):
+        busy = GpuSample(
+            0,
+            "ok",
+            {
+                "util_gpu": 50.0 + tick,
+                "mem_used": 70 * GIB,
+                "mem_total": 141 * GIB,
+                "power": 600.0,
+                "power_limit": 700.0,
+                "temp": 61.0,
+                "clock_sm": 1485.0,
+                "throttle": 0x4,
+                "pcie_tx": 5e9,
+                "pcie_rx": 2e9,
+                "nvlink_tx": 100e9,
+                "nvlink_rx": 90e9,
+                "tensor_active": 93.0,
+            },
+            {"ecc_corrected": "Unknown Error"},
+        )
+        lost = GpuSample(1, "lost", {})
+        host = HostSample({"cpu": 12.0, "mem_used": 100 * GIB, "mem_total": 512 * GIB}, [10.0] * 64)
+        messages.append(Sample(tick, now + tick / 10, 1.0 + tick / 10, host, [busy, lost]))
+    return messages
+
+
+async def test_real_local_agent_shows_this_host_live() -> None:
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        text = await wait_for_text(pilot, r"│ cpu [^\n│]* \d+% │")
+        assert socket.gethostname()[:30] in text  # a longer name is wrapped over lines
+        assert "live" in text
+        assert "1 server · 1 live" in app.sub_title
+
+
+async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
+    app = create_app([])
+    now = time.time()
+    async with app.run_test(size=(120, 40)) as pilot:
+        for message in gpu_box_messages(now):
+            app.fleet.apply("gpubox:7070", message)
+        text = await wait_for_text(pilot, r"util\s+\S+\s+79%")
+        assert "gpubox" in text
+        assert "2× NVIDIA H200" in text
+        assert "GPU 0 · NVIDIA H200" in text
+        assert "GPU 1 · NVIDIA H200" in text
+        assert "lost" in text
+        assert re.search(r"power\s+\S+\s+600/700 W", text)
+        assert re.search(r"nvl tx\s+\S+\s+100.0 GB/s", text)
+        assert re.search(r"tensor\s+\S+\s+93%", text)
+        assert "throttle software power cap" in text
+        assert "ecc_corrected: Unknown Error" in text
+        assert "offline" not in text and "dropped" not in text
+
+        app.fleet.apply("gpubox:7070", Pong(1, now, 1.0, dropped=3))
+        await wait_for_text(pilot, "dropped 3")
+
+        app.fleet.apply("gpubox:7070", Link("offline", time.time(), "connection reset"))
+        text = await wait_for_text(pilot, r"offline since \d\d:\d\d:\d\d \(\d+s ago\)")
+        assert "connection reset" in text
+        assert app.sub_title == "1 server · 0 live"
+
+        app.fleet.apply("gpubox:7070", Link("auth_failed", time.time(), "bad secret"))
+        text = await wait_for_text(pilot, "auth failed")
+        assert "bad secret" in text and "offline" not in text
+
+
+async def test_server_without_gpu_shows_why_and_no_gpu_lines() -> None:
+    app = create_app([])
+    now = time.time()
+    inventory = Inventory("cpubox", "Linux", "EPYC", 8, 32 * GIB, nvml_error="no NVIDIA driver")
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.fleet.apply("cpubox:7070", Welcome("agent-2", inventory, 10.0, now, 1.0))
+        app.fleet.apply("cpubox:7070", Link("live", now))
+        host = HostSample({"cpu": 40.0, "load1": 2.5, "load5": 1.0, "load15": 0.5}, [40.0] * 8)
+        app.fleet.apply("cpubox:7070", Sample(1, now, 1.0, host))
+        text = await wait_for_text(pilot, r"cpu\s+\S+\s+40%")
+        assert re.search(r"no GPU\n\s*no NVIDIA driver", text)
+        assert re.search(r"load\s+2.50 1.00 0.50", text)
+        assert "GPU 0" not in text and "util" not in text
+
+
+async def test_small_terminal_renders_hostname_and_scrolls_sideways() -> None:
+    app = create_app([])
+    now = time.time()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for message in gpu_box_messages(now):
+            app.fleet.apply("gpubox:7070", message)
+        app.fleet.add("other:7070")
+        text = await wait_for_text(pilot, "gpubox")
+        assert "connecting" in text  # the second column fits beside the first
+        assert "2 servers · 1 live" in app.sub_title
+
+        app.fleet.add("third:7070")
+        servers = app.query_one(ServerStrip)
+        await wait_until(pilot, lambda: servers.max_scroll_x > 0)
+        assert "third:7070" not in screen_text(app)
+        await pilot.press("right")
+        text = await wait_for_text(pilot, "third:7070")
+        assert "gpubox" not in text and "other:7070" in text  # a whole column further
+        await pilot.press("home")
+        await wait_for_text(pilot, "gpubox")
+
+
+async def test_redraws_only_when_the_fleet_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = create_app([])
+    now = time.time()
+    ticks: list[int] = []
+    renders: list[int] = []
+    sync, lines = ServerColumn.sync, GpuPanel.lines
+
+    def counted_sync(column: ServerColumn, version: int) -> None:
+        ticks.append(version)
+        sync(column, version)
+
+    def counted_lines(panel: GpuPanel, width: int) -> list:
+        renders.append(panel.index)
+        return lines(panel, width)
+
+    monkeypatch.setattr(ServerColumn, "sync", counted_sync)
+    monkeypatch.setattr(GpuPanel, "lines", counted_lines)
+    async with app.run_test(size=(120, 40)) as pilot:
+        messages = gpu_box_messages(now)
+        for message in messages:
+            app.fleet.apply("gpubox:7070", message)
+        await wait_for_text(pilot, "79%")
+        ticks.clear()
+        renders.clear()
+        await wait_until(pilot, lambda: len(ticks) >= 4)  # a second of quiet fleet
+        assert len(set(ticks)) == 1 and not renders
+
+        app.fleet.apply("gpubox:7070", messages[-1])
+        await wait_until(pilot, lambda: len(set(ticks)) == 2 and 0 in renders)
+
+
+async def test_help_opens_and_closes_and_q_quits() -> None:
+    app = create_app([])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert "command palette" in screen_text(app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running)
