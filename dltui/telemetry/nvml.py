@@ -70,13 +70,18 @@ _SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
 # on the H200, where every other read here took about 2 µs.
 _SLOW_SIMPLE_READS = ("energy",)
 
+# How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
+# nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
+# GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
+# counters lose nothing by being read less often, and GPM averages over the interval anyway.
+SLOW_INTERVALS = {"gpm": 0.5, "nvlink": 0.5, "pcie": 0.5, "energy": 2.0}
+
 # Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
 _FAST_GROUPS: dict[str, tuple[str, ...]] = {
     "util": ("util_gpu", "util_mem"),
     "memory": ("mem_used", "mem_total"),
     **{name: (name,) for name in _SIMPLE_READS if name not in _SLOW_SIMPLE_READS},
     "throttle": ("throttle",),
-    "nvlink": ("nvlink_tx", "nvlink_rx"),
 }
 
 # c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
@@ -113,6 +118,8 @@ class _Device:
     gpm_time: float | None = None
     gpm_metrics: dict[str, int] = field(default_factory=dict)
     """GPM metrics still believed supported: field -> metric id."""
+    slow_times: dict[str, float] = field(default_factory=dict)
+    """When each slow read was last due: group -> monotonic time."""
 
 
 class NvmlGateway:
@@ -333,23 +340,48 @@ class NvmlGateway:
     # --- slow reads --------------------------------------------------------------------------
 
     def read_slow(self) -> dict[int, dict[str, float]]:
-        """GPM metrics, energy, and where GPM gives no PCIe rates the ~20 ms PCIe call.
+        """GPM metrics, energy, NVLink counters and, where GPM gives no PCIe rates, the ~20 ms
+        PCIe call, each at its own interval (SLOW_INTERVALS).
 
         GPU index -> values; a GPU or field with nothing new this time is absent.
         """
         out: dict[int, dict[str, float]] = {}
+        now = self._clock()
         # GPM first, for every GPU: keeps each GPU's sample spacing steady.
         for dev in self._devices:
-            if dev.state == "ok" and dev.gpm_metrics and "gpm" not in dev.unsupported:
+            if self._gpm_usable(dev) and self._due(dev, "gpm", now):
                 self._slow(dev, "gpm", self._read_gpm, out)
         for dev in self._devices:
-            for name in _SLOW_SIMPLE_READS:
-                if dev.state == "ok" and name not in dev.unsupported:
-                    self._slow(dev, name, self._read_slow_simple(name), out)
-        for dev in self._devices:
-            if dev.state == "ok" and "pcie" not in dev.unsupported and not self._gpm_pcie(dev):
-                self._slow(dev, "pcie", self._read_pcie, out)
+            wanted = {
+                # Field counters only where GPM cannot give NVLink rates in its one call.
+                "nvlink": bool(dev.active_links) and not self._gpm_has(dev, "nvlink_tx"),
+                "pcie": not self._gpm_has(dev, "pcie_tx", "pcie_rx"),
+                **dict.fromkeys(_SLOW_SIMPLE_READS, True),
+            }
+            for group, wanted_here in wanted.items():
+                if wanted_here and self._usable(dev, group) and self._due(dev, group, now):
+                    self._slow(dev, group, self._slow_reader(group), out)
         return out
+
+    @staticmethod
+    def _usable(dev: _Device, group: str) -> bool:
+        return dev.state == "ok" and group not in dev.unsupported
+
+    def _gpm_usable(self, dev: _Device) -> bool:
+        return bool(dev.gpm_metrics) and self._usable(dev, "gpm")
+
+    def _gpm_has(self, dev: _Device, *names: str) -> bool:
+        """Whether GPM is working on this GPU and gives all these fields."""
+        return self._gpm_usable(dev) and all(name in dev.gpm_metrics for name in names)
+
+    @staticmethod
+    def _due(dev: _Device, group: str, now: float) -> bool:
+        last = dev.slow_times.get(group)
+        # A little slack, so a slow thread ticking at exactly the interval never skips a turn.
+        if last is not None and now - last < SLOW_INTERVALS.get(group, 0.0) * 0.95:
+            return False
+        dev.slow_times[group] = now
+        return True
 
     def _slow(
         self,
@@ -367,12 +399,10 @@ class NvmlGateway:
         if values:
             out.setdefault(dev.index, {}).update(values)
 
-    def _read_slow_simple(self, name: str) -> Callable[[_Device], dict[str, float]]:
-        return lambda dev: {name: self._read_simple(dev, *_SIMPLE_READS[name])}
-
-    def _gpm_pcie(self, dev: _Device) -> bool:
-        gpm = "gpm" not in dev.unsupported
-        return gpm and "pcie_tx" in dev.gpm_metrics and "pcie_rx" in dev.gpm_metrics
+    def _slow_reader(self, group: str) -> Callable[[_Device], dict[str, float]]:
+        if group in _SIMPLE_READS:
+            return lambda dev: {group: self._read_simple(dev, *_SIMPLE_READS[group])}
+        return getattr(self, f"_read_{group}")
 
     def _read_gpm(self, dev: _Device) -> dict[str, float]:
         now = self._clock()
@@ -388,8 +418,8 @@ class NvmlGateway:
         return {} if first else self._gpm_metrics(dev, previous, current)
 
     def _gpm_metrics(self, dev: _Device, previous: Any, current: Any) -> dict[str, float]:
-        # GPM NVLink rates only stand in for the field counters, and only where links exist.
-        nvlink = bool(dev.active_links) and "nvlink" in dev.unsupported
+        # NVLink rates only where links are up: elsewhere GPM would report a misleading 0 B/s.
+        nvlink = bool(dev.active_links)
         wanted = [
             (name, metric)
             for name, metric in dev.gpm_metrics.items()

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dltui.protocol.messages import GpuSample, Inventory, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
-from dltui.telemetry.nvml import GPM_MIN_INTERVAL, NvmlGateway
+from dltui.telemetry.nvml import GPM_MIN_INTERVAL, SLOW_INTERVALS, NvmlGateway
 
 log = logging.getLogger(__name__)
 
-SLOW_MAX_AGE = 2.0
+SLOW_MAX_AGE = 2.5 * max(SLOW_INTERVALS.values())
 """Seconds after which a slow value is dropped rather than shown as current."""
 
 # A little over GPM's minimum, so scheduling jitter never brings two GPM samples closer than it.

@@ -186,3 +186,39 @@ def test_pcie_rates_match_pinned_copies(gateway: NvmlGateway) -> None:
             seen = statistics.median(recorder.between(began + 0.3, ended, index, name))
             print(f"{name}: NVML {seen / 1e9:.1f} GB/s, copies {measured / 1e9:.1f} GB/s")
             assert seen == pytest.approx(measured, rel=0.10), (name, seen / 1e9, measured / 1e9)
+
+
+def test_nvlink_rates_match_peer_copies(gateway: NvmlGateway) -> None:
+    """GPU 0 → GPU 1 copies over NVLink show as TX on the sender and RX on the receiver."""
+    torch = _torch_cuda()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    if not torch.cuda.can_device_access_peer(0, 1):
+        pytest.skip("GPUs 0 and 1 cannot reach each other directly")
+    uuids = [str(torch.cuda.get_device_properties(i).uuid).removeprefix("GPU-") for i in (0, 1)]
+    by_uuid = {gpu.uuid.removeprefix("GPU-"): gpu for gpu in gateway.gpus}
+    sender, receiver = (by_uuid[u] for u in uuids)
+    if not sender.nvlink_links:
+        pytest.skip("no active NVLink links")
+    size = 1 << 30
+    source = torch.empty(size, dtype=torch.uint8, device="cuda:0")
+    target = torch.empty(size, dtype=torch.uint8, device="cuda:1")
+    target.copy_(source)
+    torch.cuda.synchronize(1)
+    with Recorder() as recorder:
+        recorder.wait_for(lambda s: "nvlink_tx" in s[-1].gpus[sender.index].values)
+        began = time.monotonic()
+        copies = 0
+        while time.monotonic() - began < 2.0:
+            for _ in range(4):
+                target.copy_(source)
+            copies += 4
+            torch.cuda.synchronize(1)
+        ended = time.monotonic()
+        measured = copies * size / (ended - began)
+        sent = statistics.median(recorder.between(began + 0.3, ended, sender.index, "nvlink_tx"))
+        got = statistics.median(recorder.between(began + 0.3, ended, receiver.index, "nvlink_rx"))
+    print(f"NVLink: copies {measured / 1e9:.1f} GB/s, tx {sent / 1e9:.1f}, rx {got / 1e9:.1f}")
+    # NVLink counters include protocol overhead, so allow more above than below.
+    assert 0.9 * measured <= sent <= 1.3 * measured
+    assert 0.9 * measured <= got <= 1.3 * measured

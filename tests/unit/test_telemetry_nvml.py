@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from dltui.protocol.fields import GPU_FIELDS
-from dltui.telemetry.nvml import ALL_LINKS, NvmlGateway
+from dltui.telemetry.nvml import ALL_LINKS, SLOW_INTERVALS, NvmlGateway
 
 # --- a small pynvml look-alike: same names, signatures and error classes --------------------
 
@@ -435,9 +435,10 @@ def test_not_supported_field_is_absent_and_never_asked_again() -> None:
 
 def test_energy_not_supported_is_absent_and_never_asked_again() -> None:
     gpu = FakeGpu(faults={"nvmlDeviceGetTotalEnergyConsumption": NVMLError_NotSupported()})
-    gateway, _ = opened(gpu)
+    gateway, nvml = opened(gpu)
     for _ in range(3):
-        assert "energy" not in gateway.read_slow()[0]
+        assert "energy" not in gateway.read_slow().get(0, {})
+        nvml.clock.now += SLOW_INTERVALS["energy"]
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
 
 
@@ -521,42 +522,45 @@ def test_uninitialized_after_a_loss_is_a_loss_but_alone_an_error() -> None:
 def test_nvlink_rates_from_the_all_links_counters() -> None:
     gpu = FakeGpu(links=[1, 1], nvlink_kib={0: [1000, 100], 1: [1000, 100]})
     gateway, nvml = opened(gpu)
-    (first,) = gateway.read_fast()
-    assert "nvlink_tx" not in first.values  # a rate needs two reads
+    assert "nvlink_tx" not in gateway.read_slow()[0]  # a rate needs two reads
     gpu.nvlink_kib[0][0] += 3000
     gpu.nvlink_kib[1][0] += 2000
     gpu.nvlink_kib[1][1] += 500
-    nvml.clock.now += 0.1
-    (second,) = gateway.read_fast()
-    assert second.values["nvlink_tx"] == pytest.approx(5000 * 1024 / 0.1)
-    assert second.values["nvlink_rx"] == pytest.approx(500 * 1024 / 0.1)
+    nvml.clock.now += 0.5
+    second = gateway.read_slow()[0]
+    assert second["nvlink_tx"] == pytest.approx(5000 * 1024 / 0.5)
+    assert second["nvlink_rx"] == pytest.approx(500 * 1024 / 0.5)
     assert gpu.field_requests[-1] == [(FI_TX, ALL_LINKS), (FI_RX, ALL_LINKS)]
+    # Milliseconds a call on NVLink machines: never on the fast tick.
+    requests = len(gpu.field_requests)
+    assert "nvlink_tx" not in gateway.read_fast()[0].values
+    assert len(gpu.field_requests) == requests
 
 
 def test_nvlink_sums_active_links_when_the_all_links_scope_is_refused() -> None:
     gpu = FakeGpu(links=[1, 0, 1], all_links_scope=False, nvlink_kib={0: [0, 0], 2: [0, 0]})
     gateway, nvml = opened(gpu)
     for _ in range(2):
-        (sample,) = gateway.read_fast()
-        assert "nvlink_tx" not in sample.values and sample.errors == {}
+        assert "nvlink_tx" not in gateway.read_slow()[0]
+        nvml.clock.now += 0.5
     assert gpu.field_requests[-1] == [(FI_TX, 0), (FI_TX, 2), (FI_RX, 0), (FI_RX, 2)]
     gpu.nvlink_kib[0] = [100, 10]
     gpu.nvlink_kib[2] = [100, 30]
-    nvml.clock.now += 0.5
-    (sample,) = gateway.read_fast()
-    assert sample.values["nvlink_tx"] == pytest.approx(200 * 1024 / 0.5)
-    assert sample.values["nvlink_rx"] == pytest.approx(40 * 1024 / 0.5)
+    values = gateway.read_slow()[0]
+    assert values["nvlink_tx"] == pytest.approx(200 * 1024 / 0.5)
+    assert values["nvlink_rx"] == pytest.approx(40 * 1024 / 0.5)
 
 
 def test_nvlink_absent_on_a_gpu_without_links() -> None:
     gpu = FakeGpu()  # every NVLink query: NotSupported
     gateway, nvml = opened(gpu)
     for _ in range(3):
-        nvml.clock.now += 0.1
+        nvml.clock.now += 0.5
         (sample,) = gateway.read_fast()
-        assert "nvlink_tx" not in sample.values and "nvlink_rx" not in sample.values
+        slow = gateway.read_slow()[0]
+        assert not {"nvlink_tx", "nvlink_rx"} & (set(sample.values) | set(slow))
         assert sample.errors == {}
-    assert gpu.calls["nvmlDeviceGetFieldValues"] == 1
+    assert gpu.calls["nvmlDeviceGetFieldValues"] == 0  # no active links: never asked
 
 
 def test_never_reads_the_pcie_byte_counter_fields() -> None:
@@ -596,10 +600,10 @@ def test_gpm_samples_at_least_100_ms_apart_and_reuses_the_previous_one() -> None
     gpu = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(gpu)
     assert gateway.read_slow() == {0: {"energy": 0.0}}  # the first GPM sample stands alone
-    nvml.clock.now += 0.05
-    assert gateway.read_slow() == {0: {"energy": 0.0}}  # too soon: no GPM sample taken
+    nvml.clock.now += 0.25
+    assert gateway.read_slow() == {}  # nothing due: GPM every 0.5 s, energy every 2 s
     assert gpu.calls["nvmlGpmSampleGet"] == 1
-    nvml.clock.now += 0.06
+    nvml.clock.now += 0.25
     values = gateway.read_slow()[0]
     assert values == {
         "sm_active": 96.0,
@@ -608,10 +612,9 @@ def test_gpm_samples_at_least_100_ms_apart_and_reuses_the_previous_one() -> None
         "dram_active": 17.0,
         "pcie_tx": 56.8e9,  # MB/s -> B/s
         "pcie_rx": 56.1e9,
-        "energy": 0.0,
     }
     for _ in range(5):
-        nvml.clock.now += 0.1
+        nvml.clock.now += SLOW_INTERVALS["gpm"]
         assert gateway.read_slow()[0]["tensor_active"] == 93.0
     assert gpu.calls["nvmlGpmSampleGet"] == 7  # one per slow tick that sampled
     assert len(nvml.allocated) == 2
@@ -630,36 +633,36 @@ def test_gpm_metric_not_supported_is_dropped_and_pcie_falls_back() -> None:
     )
     gateway, nvml = opened(gpu)
     gateway.read_slow()
-    nvml.clock.now += 0.1
+    nvml.clock.now += 0.5
     first = gateway.read_slow()[0]
     assert first["sm_active"] == 96.0
-    nvml.clock.now += 0.1
+    nvml.clock.now += 0.5
     second = gateway.read_slow()[0]
     assert (second["pcie_tx"], second["pcie_rx"]) == (1e6, 2e6)
     assert PCIE_TX_PER_SEC not in gpu.gpm_requests[-1]
 
 
-def test_gpm_nvlink_stands_in_only_where_links_exist_and_fields_do_not() -> None:
+def test_nvlink_from_gpm_where_links_exist_and_never_where_they_do_not() -> None:
     linked = FakeGpu(links=[1, 1], gpm=True, gpm_values=GPM_VALUES)
-    linked.faults["nvmlDeviceGetFieldValues"] = NVMLError_NotSupported()
     single = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(linked, single)
-    gateway.read_fast()  # finds the NVLink fields unsupported
     gateway.read_slow()
-    nvml.clock.now += 0.1
+    nvml.clock.now += 0.5
     slow = gateway.read_slow()
     assert slow[0]["nvlink_tx"] == 300e9 and slow[0]["nvlink_rx"] == 200e9
     assert "nvlink_tx" not in slow[1]
     assert NVLINK_TX_PER_SEC not in single.gpm_requests[-1]
+    # GPM covers NVLink in the same call, so the costly field counters are not read.
+    assert linked.calls["nvmlDeviceGetFieldValues"] == 0
 
 
 def test_gpm_sample_error_keeps_the_previous_sample() -> None:
     gpu = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(gpu)
     gateway.read_slow()
-    nvml.clock.now += 0.1
+    nvml.clock.now += 0.5
     gpu.faults_once["nvmlGpmSampleGet"] = NVMLError_Timeout()
-    assert gateway.read_slow() == {0: {"energy": 0.0}}
-    nvml.clock.now += 0.1
+    assert gateway.read_slow() == {}
+    nvml.clock.now += 0.5
     assert gateway.read_slow()[0]["sm_active"] == 96.0
-    assert gpu.gpm_spans == [pytest.approx(0.2)]
+    assert gpu.gpm_spans == [pytest.approx(1.0)]
