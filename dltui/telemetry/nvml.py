@@ -66,15 +66,22 @@ _SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
     ),
 }
 
-# Reads of one number that are not cheap: the energy counter took 3 ms (up to 18 ms) per call
-# on the H200, where every other read here took about 2 µs.
-_SLOW_SIMPLE_READS = ("energy",)
+# Reads of one number taken on the slow thread: the energy counter took 3 ms (up to 18 ms) a
+# call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML call is a VM
+# exit, and change too slowly to be worth that ten times a second.
+_SLOW_SIMPLE_READS = ("energy", "power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected")
 
 # How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
 # nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
 # GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
 # counters lose nothing by being read less often, and GPM averages over the interval anyway.
-SLOW_INTERVALS = {"gpm": 0.5, "nvlink": 0.5, "pcie": 0.5, "energy": 2.0}
+SLOW_INTERVALS = {
+    "gpm": 0.5,
+    "nvlink": 0.5,
+    "pcie": 0.5,
+    "energy": 2.0,
+    **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
+}
 
 # Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
 _FAST_GROUPS: dict[str, tuple[str, ...]] = {

@@ -407,30 +407,35 @@ def test_fast_read_converts_units() -> None:
         "mem_used": 80 * 2**30,
         "mem_total": 150_754_820_096,
         "power": pytest.approx(691.25),
-        "power_limit": pytest.approx(700.0),
         "temp": 67,
         "clock_sm": 1980,
-        "clock_mem": 3201,
         "throttle": 0x4,
-        "ecc_corrected": 2,
-        "ecc_uncorrected": 1,
     }
     assert set(sample.values) <= set(GPU_FIELDS)
-    # The energy counter took milliseconds per call on the H200: it is a slow read.
-    assert gateway.read_slow()[0]["energy"] == pytest.approx(123_456.789)
+    # The energy counter took milliseconds per call on the H200, and the rest change slowly:
+    # they are slow reads.
+    assert gateway.read_slow()[0] == {
+        "energy": pytest.approx(123_456.789),
+        "power_limit": pytest.approx(700.0),
+        "clock_mem": 3201,
+        "ecc_corrected": 2,
+        "ecc_uncorrected": 1,
+        "pcie_tx": 0,
+        "pcie_rx": 0,
+    }
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
 
 
 def test_not_supported_field_is_absent_and_never_asked_again() -> None:
     gpu = FakeGpu(faults={"nvmlDeviceGetTotalEccErrors": NVMLError_NotSupported()})
-    gateway, _ = opened(gpu)
+    gateway, nvml = opened(gpu)
     for _ in range(3):
-        (sample,) = gateway.read_fast()
-        assert "ecc_corrected" not in sample.values and "ecc_uncorrected" not in sample.values
-        assert sample.errors == {}
-        assert sample.values["power"] == 75.0
-    assert gpu.calls["nvmlDeviceGetTotalEccErrors"] == 2  # once per field, on the first tick
-    assert gpu.calls["nvmlDeviceGetPowerUsage"] == 3
+        values = gateway.read_slow()[0]
+        assert "ecc_corrected" not in values and "ecc_uncorrected" not in values
+        assert values["power_limit"] == 700.0
+        nvml.clock.now += SLOW_INTERVALS["ecc_corrected"]
+    assert gpu.calls["nvmlDeviceGetTotalEccErrors"] == 2  # once per field, on the first read
+    assert gpu.calls["nvmlDeviceGetEnforcedPowerLimit"] == 3
 
 
 def test_energy_not_supported_is_absent_and_never_asked_again() -> None:
@@ -592,14 +597,16 @@ GPM_VALUES = {
 def test_pcie_call_where_gpm_is_missing_converts_kb_per_second() -> None:
     gpu = FakeGpu(pcie_kbps=(58_600_000, 60_000_000))
     gateway, _ = opened(gpu)
-    assert gateway.read_slow() == {0: {"pcie_tx": 58.6e9, "pcie_rx": 60.0e9, "energy": 0.0}}
+    values = gateway.read_slow()[0]
+    assert (values["pcie_tx"], values["pcie_rx"]) == (58.6e9, 60.0e9)
     assert gpu.calls["nvmlDeviceGetPcieThroughput"] == 2
 
 
 def test_gpm_samples_at_least_100_ms_apart_and_reuses_the_previous_one() -> None:
     gpu = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(gpu)
-    assert gateway.read_slow() == {0: {"energy": 0.0}}  # the first GPM sample stands alone
+    first = gateway.read_slow()[0]
+    assert "sm_active" not in first and "pcie_tx" not in first  # a GPM sample stands alone
     nvml.clock.now += 0.25
     assert gateway.read_slow() == {}  # nothing due: GPM every 0.5 s, energy every 2 s
     assert gpu.calls["nvmlGpmSampleGet"] == 1
