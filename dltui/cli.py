@@ -131,7 +131,8 @@ def _run_tui(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.tui.app import create_app
 
-    app = create_app(args.agents or [Target("local")], secret=secret, rate_hz=args.rate)
+    targets = list(dict.fromkeys(args.agents)) or [Target("local")]  # each server once
+    app = create_app(targets, secret=secret, rate_hz=args.rate)
     app.run()
     return app.return_code or 0
 

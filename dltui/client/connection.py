@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from dltui.client.clock import ClockEstimator
 from dltui.client.target import Target
-from dltui.client.transport import Transport, open_transport
+from dltui.client.transport import Transport, failure_reason, open_transport
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
@@ -128,8 +128,8 @@ class AgentConnection:
                 self._link("auth_failed", str(exc))
                 await asyncio.sleep(AUTH_RETRY)
                 continue
-            except (OSError, EOFError, ProtocolError, TimeoutError) as exc:
-                detail = str(exc) or type(exc).__name__
+            except (OSError, EOFError, ProtocolError) as exc:
+                detail = failure_reason(exc)
             if self._stopping:
                 break
             self._link("offline", detail)

@@ -9,7 +9,7 @@ import sys
 
 from dltui.client.connection import handshake
 from dltui.client.target import Target
-from dltui.client.transport import open_transport
+from dltui.client.transport import failure_reason, open_transport
 from dltui.formatting import fmt_bytes, fmt_value
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
@@ -49,8 +49,7 @@ def probe(target: Target, secret: bytes | None, as_json: bool = False) -> int:
         print(f"dltui probe: {target.label} refused the connection: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except (OSError, EOFError, ProtocolError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        print(f"dltui probe: cannot reach {target.label}: {reason or 'timed out'}", file=sys.stderr)
+        print(f"dltui probe: cannot reach {target.label}: {failure_reason(exc)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if as_json:
         report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from dltui.client.target import Target
 from dltui.protocol.stream import MessageStream
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the words a user expects rather than an errno dump."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is the agent running?)"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
 
 
 @dataclass

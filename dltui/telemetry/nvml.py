@@ -79,7 +79,7 @@ SLOW_INTERVALS = {
     "gpm": 0.5,
     "nvlink": 0.5,
     "pcie": 0.5,
-    "energy": 2.0,
+    "energy": 5.0,
     **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
 }
 

@@ -177,6 +177,22 @@ async def test_small_terminal_renders_hostname_and_scrolls_sideways() -> None:
         await wait_for_text(pilot, "gpubox")
 
 
+async def test_columns_share_the_width_down_to_forty_cells() -> None:
+    app = create_app([])
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.fleet.add("a:1")
+        strip = app.query_one(ServerStrip)
+        widths = lambda: [column.outer_size.width for column in strip.columns]  # noqa: E731
+        await wait_until(pilot, lambda: widths() == [120])
+        app.fleet.add("b:1")
+        await wait_until(pilot, lambda: widths() == [60, 60])
+        for name in ("c:1", "d:1"):
+            app.fleet.add(name)
+        await wait_until(pilot, lambda: widths() == [40] * 4 and strip.max_scroll_x == 40)
+        await pilot.resize_terminal(160, 30)
+        await wait_until(pilot, lambda: widths() == [40] * 4 and strip.max_scroll_x == 0)
+
+
 async def test_redraws_only_when_the_fleet_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app([])
     now = time.time()

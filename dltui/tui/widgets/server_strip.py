@@ -10,6 +10,8 @@ from textual.containers import HorizontalScroll
 from dltui.fleet.state import ServerView
 from dltui.tui.widgets.server_column import ServerColumn
 
+MIN_COLUMN = 40
+
 
 class ServerStrip(HorizontalScroll):
     """← → move by one server, so the columns on screen are never cut in half (an arrow
@@ -36,6 +38,19 @@ class ServerStrip(HorizontalScroll):
         new = [ServerColumn(server) for server in servers]
         self.columns += new
         await self.mount_all(new)
+        self._share_width()
+
+    def on_resize(self) -> None:
+        self._share_width()
+
+    def _share_width(self) -> None:
+        """Columns share the width, never narrower than MIN_COLUMN: one server gets long
+        sparklines, and many scroll sideways."""
+        if not self.columns or not self.size.width:
+            return
+        width = max(MIN_COLUMN, self.size.width // len(self.columns))
+        for column in self.columns:
+            column.styles.width = width
 
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
