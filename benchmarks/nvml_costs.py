@@ -49,6 +49,15 @@ def reads(handle) -> dict[str, tuple]:
     }
 
 
+def gpm_sample(handle):
+    """One GPM sample taken and freed: the cost the slow thread pays per GPU per GPM read."""
+    sample = nvml.nvmlGpmSampleAlloc()
+    try:
+        nvml.nvmlGpmSampleGet(handle, sample)
+    finally:
+        nvml.nvmlGpmSampleFree(sample)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=50)
@@ -57,7 +66,8 @@ def main() -> None:
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
     print(f"{nvml.nvmlDeviceGetName(handle)}, driver {nvml.nvmlSystemGetDriverVersion()}")
     results = []
-    for name, (function, *call_args) in reads(handle).items():
+    calls = reads(handle) | {"gpm sample (alloc, get, free)": (gpm_sample, handle)}
+    for name, (function, *call_args) in calls.items():
         timings = []
         for _ in range(args.calls if "blocking" not in name else 5):
             began = time.perf_counter()

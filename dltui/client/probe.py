@@ -16,26 +16,29 @@ from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
 from dltui.protocol.messages import Bye, Sample, Subscribe, Welcome, to_plain
 
 FIRST_SAMPLE_TIMEOUT = 10.0
+SETTLE = 1.2  # seconds: slow fields (GPM, clocks, ECC) come every 0.5-1 s
 
 EXIT_UNREACHABLE = 2
 EXIT_REFUSED = 3
 
 
 async def fetch(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
-    """The agent's welcome and its first sample."""
+    """The agent's welcome and a sample taken once the slow fields have had time to arrive."""
     transport = await open_transport(target)
     try:
         stream = transport.stream
         welcome = await handshake(stream, secret, socket.gethostname())
         await stream.send(Subscribe(1, 10.0))
 
-        async def first_sample() -> Sample:
-            while True:
-                message = await stream.receive()
-                if isinstance(message, Sample):
-                    return message
+        async def next_sample() -> Sample:
+            while not isinstance(message := await stream.receive(), Sample):
+                pass
+            return message
 
-        sample = await asyncio.wait_for(first_sample(), FIRST_SAMPLE_TIMEOUT)
+        sample = await asyncio.wait_for(next_sample(), FIRST_SAMPLE_TIMEOUT)
+        settled = sample.mono + SETTLE
+        while sample.mono < settled:
+            sample = await asyncio.wait_for(next_sample(), FIRST_SAMPLE_TIMEOUT)
         await stream.send(Bye("probe done", 2))
         return welcome, sample
     finally:

@@ -56,10 +56,7 @@ async def test_samples_arrive_at_each_clients_rate(agent_factory):
     hosts = [sample.host for sample in fast_samples]
     assert all(0.0 <= host.values["cpu"] <= 100.0 for host in hosts)
     assert all(len(host.cpu_per_core) == welcome.inventory.cpu_count for host in hosts)
-    # Memory and I/O rates come at 2 Hz, inside the 20 Hz stream.
-    with_memory = [host for host in hosts if "mem_total" in host.values]
-    assert 2 <= len(with_memory) <= 6
-    assert with_memory[-1].values["mem_total"] == welcome.inventory.memory_total
+    assert hosts[-1].values["mem_total"] == welcome.inventory.memory_total
     await fast.close()
     await slow.close()
 

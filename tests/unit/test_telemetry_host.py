@@ -64,8 +64,7 @@ def test_memory_and_counters_are_read_at_their_own_slower_interval(monkeypatch) 
     monkeypatch.setattr(sampler, "_counters", lambda: reads.append(clock.now) or {"net_rx": 0})
     for _ in range(10):  # one second at 10 Hz
         values = sampler.read().values
-        assert "cpu" in values and "load1" in values
-        assert ("mem_used" in values) == (reads[-1] == clock.now)
+        assert {"cpu", "load1", "mem_used"} <= set(values)  # the slower values repeat
         clock.now += 0.1
     assert len(reads) == 2  # at 0 s and at 0.5 s
 
