@@ -9,12 +9,11 @@ one minor version newer can add a field without breaking older clients.
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from dltui.protocol.errors import ProtocolError
+from dltui.protocol.validate import build
 
 PROTOCOL_VERSION = 1
 
@@ -235,66 +234,4 @@ def from_wire(obj: Any) -> Message:
     cls = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ProtocolError(f"unknown message type {kind!r}")
-    return _build(cls, obj, kind)
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        hints = typing.get_type_hints(cls)
-        _HINTS[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-    return _HINTS[cls]
-
-
-def _build(cls: type, obj: dict, path: str) -> Any:
-    kwargs = {}
-    for name, hint in _hints(cls).items():
-        if name in obj:
-            kwargs[name] = _check(obj[name], hint, f"{path}.{name}")
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:  # a required field is missing
-        raise ProtocolError(f"{path}: {exc}") from exc
-
-
-def _check(value: Any, hint: Any, path: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(hint)
-        if value is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is not type(None):
-                return _check(value, arg, path)
-    if origin is Literal:
-        if value not in typing.get_args(hint):
-            raise ProtocolError(f"{path}: {value!r} is not one of {typing.get_args(hint)}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ProtocolError(f"{path}: expected a list, got {type(value).__name__}")
-        (item,) = typing.get_args(hint)
-        return [_check(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{path}: expected a map, got {type(value).__name__}")
-        key_hint, value_hint = typing.get_args(hint)
-        return {
-            _check(k, key_hint, path): _check(v, value_hint, f"{path}[{k!r}]")
-            for k, v in value.items()
-        }
-    if dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{path}: expected a map, got {type(value).__name__}")
-        return _build(hint, value, path)
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(value, hint):
-        return value
-    raise ProtocolError(f"{path}: expected {hint.__name__}, got {type(value).__name__}")
+    return build(cls, obj, kind)
