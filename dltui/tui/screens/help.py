@@ -36,7 +36,7 @@ HELP = """\
   [b]throttle[/b] why the clocks are held down, in words
   dimmed lines: fields whose read failed this tick, with NVML's reason
 
-Sparklines: the last values, newest at the right; a gap is time the link was down.
+Sparklines: newest at the right, one cell a half second (its peak); a gap is the link down.
 Percentages are scaled 0–100, the rest 0 to the field's limit or the largest value shown.\
 """
 
