@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dltui.client.target import Target, parse_host_port, parse_target
 from dltui.protocol.auth import SecretFileError, load_secret
@@ -55,6 +56,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "commands:\n"
             "  dltui agent --listen HOST:PORT | --stdio   run an agent on a server\n"
             "  dltui probe AGENT [--json]                 print an agent's inventory and a sample\n"
+            "  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -93,6 +95,46 @@ def _probe_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _names(allowed: tuple[str, ...]):
+    def parse(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in names if name not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'} (choose from {', '.join(allowed)})"
+            )
+        return names
+
+    return parse
+
+
+def _bench_parser() -> argparse.ArgumentParser:
+    from dltui.bench import plan
+
+    parser = argparse.ArgumentParser(
+        prog="dltui bench kernels",
+        description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
+        "agent (this machine by default) and print a table as results arrive.",
+    )
+    parser.add_argument("--agent", type=_target, default=Target("local"), metavar="AGENT")
+    parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
+    parser.add_argument("--set", dest="shape_set", choices=plan.SHAPE_SETS, default="quick")
+    parser.add_argument(
+        "--kind", type=_names(plan.KINDS), default=["gemm", "conv", "rnn"], metavar="K,K"
+    )
+    parser.add_argument(
+        "--precision", type=_names(plan.PRECISIONS), default=["fp32"], metavar="P,P"
+    )
+    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
+    parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
+    parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
+    parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    _secret_option(parser)
+    return parser
+
+
 def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
     if path is None:
         return None
@@ -125,6 +167,30 @@ def _run_probe(argv: list[str]) -> int:
     return probe(args.agent, secret, as_json=args.json)
 
 
+def _run_bench(argv: list[str]) -> int:
+    if not argv or argv[0] != "kernels":
+        print("usage: dltui bench kernels [options]   (see dltui bench kernels --help)")
+        return 2
+    parser = _bench_parser()
+    args = parser.parse_args(argv[1:])
+    secret = _secret(parser, args.secret_file)
+    from dltui.client.run_job import run
+    from dltui.protocol.messages import KernelPlan
+
+    plan = KernelPlan(
+        framework=args.framework,
+        shape_set=args.shape_set,
+        kinds=args.kind,
+        precisions=args.precision,
+        device=args.device,
+        gpus=args.gpus,
+        iterations=args.iterations,
+        max_seconds=args.max_seconds,
+        timeout_s=args.timeout,
+    )
+    return run(args.agent, plan, secret, args.json)
+
+
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
@@ -142,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     commands: dict[str, Callable[[list[str]], int]] = {
         "agent": _run_agent,
         "probe": _run_probe,
+        "bench": _run_bench,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])

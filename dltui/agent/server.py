@@ -11,16 +11,16 @@ import asyncio
 import hashlib
 import ipaddress
 import logging
-import os
 import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
 
+from dltui.agent.jobs import Jobs
 from dltui.agent.session import Session
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Inventory, Sample, to_wire
-from dltui.protocol.stream import MessageStream
+from dltui.protocol.messages import Inventory, Message, Sample, to_wire
+from dltui.protocol.stream import MessageStream, claim_stdout
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ class Agent:
         self.sessions: set[Session] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failures: dict[str, int] = {}
+        self.jobs = Jobs(self.publish)
 
     # Called from the sampler thread.
     def on_sample(self, sample: Sample) -> None:
@@ -78,6 +79,13 @@ class Agent:
         frame = encode_frame(to_wire(sample))
         for session in self.sessions:
             session.offer(sample.mono, frame)
+
+    def publish(self, message: Message) -> None:
+        """A job's frame to every client, encoded once; never dropped for a slow client."""
+        frame = encode_frame(to_wire(message))
+        for session in self.sessions:
+            if session.ready:
+                session.deliver(frame)
 
     async def auth_failed(self, peer: str) -> None:
         """Slow down a peer that keeps guessing: 0.1 s, 0.2 s, 0.4 s … up to 5 s a try."""
@@ -114,6 +122,7 @@ class Agent:
             await server.serve_forever()
         finally:
             server.close()
+            await self.jobs.stop()
             await self.stop_sessions("agent shutting down")
 
     async def stop_sessions(self, reason: str) -> None:
@@ -126,15 +135,17 @@ class Agent:
         print from any library cannot corrupt the frame stream.
         """
         self._loop = loop = asyncio.get_running_loop()
-        frames_out = os.fdopen(os.dup(1), "wb", buffering=0)
-        os.dup2(2, 1)
+        frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, frames_out
         )
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        await self._serve(MessageStream(reader, writer), "stdio")
+        try:
+            await self._serve(MessageStream(reader, writer), "stdio")
+        finally:
+            await self.jobs.stop()
 
 
 async def run_until_signal(serve: Awaitable[None]) -> None:

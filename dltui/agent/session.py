@@ -20,11 +20,13 @@ from dltui.protocol.messages import (
     PROTOCOL_VERSION,
     Auth,
     Bye,
+    Cancel,
     Error,
     Hello,
     Message,
     Ping,
     Pong,
+    Run,
     Subscribe,
     Welcome,
     to_wire,
@@ -55,6 +57,7 @@ class Session:
         self._last_seq = -1
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
+        self.ready = False  # set once the handshake succeeded: only then are results sent
 
     # --- outgoing -------------------------------------------------------------------------
 
@@ -70,7 +73,11 @@ class Session:
         self._wake.set()
 
     def _reply(self, message: Message) -> None:
-        self._control.append(encode_frame(to_wire(message)))
+        self.deliver(encode_frame(to_wire(message)))
+
+    def deliver(self, frame: bytes) -> None:
+        """A frame that must not be dropped (a reply, a benchmark result): ahead of samples."""
+        self._control.append(frame)
         self._wake.set()
 
     async def _write_loop(self) -> None:
@@ -157,12 +164,15 @@ class Session:
                 proof=proof,
             )
         )
+        self.ready = True
         log.info("client %s (%s) connected", message.client, self.peer)
 
     def _handle(self, message: Message) -> bool:
         """Act on one command; True when the session should end."""
         seq = getattr(message, "seq", None)
-        if isinstance(message, (Subscribe, Ping)) or (isinstance(message, Bye) and seq is not None):
+        if isinstance(message, (Subscribe, Ping, Run, Cancel)) or (
+            isinstance(message, Bye) and seq is not None
+        ):
             if seq is None or seq <= self._last_seq:
                 raise ProtocolError(f"command sequence {seq} after {self._last_seq}: refused")
             self._last_seq = seq
@@ -172,6 +182,11 @@ class Session:
             self._period = 1.0 / message.rate_hz
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))
+        elif isinstance(message, Run):
+            self.agent.jobs.start(message.job, message.plan)
+        elif isinstance(message, Cancel):
+            if not self.agent.jobs.cancel(message.job):
+                self._reply(Error("unknown_job", f"no running job {message.job!r}"))
         elif isinstance(message, Bye):
             return True
         else:

@@ -12,6 +12,7 @@ import itertools
 import logging
 import socket
 import time
+import uuid
 from collections.abc import Callable
 
 from dltui.client.clock import ClockEstimator
@@ -23,13 +24,16 @@ from dltui.protocol.messages import (
     PROTOCOL_VERSION,
     Auth,
     Bye,
+    Cancel,
     Error,
     Hello,
+    KernelPlan,
     Link,
     LinkStateName,
     Message,
     Ping,
     Pong,
+    Run,
     Subscribe,
     Welcome,
 )
@@ -45,8 +49,8 @@ AUTH_RETRY = 10.0
 OnMessage = Callable[[str, Message], None]
 
 
-class AgentUnreachable(Exception):
-    """The agent could not be reached (refused, timed out, name not found)."""
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 async def handshake(
@@ -135,6 +139,22 @@ class AgentConnection:
             self._link("offline", detail)
             await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
             attempt += 1
+
+    async def send(self, command: Callable[[int], Message]) -> None:
+        """Send a command, numbered in sequence, on the live connection."""
+        transport = self._transport
+        if transport is None or self.state != "live":
+            raise ConnectionError(f"{self.source} is not connected")
+        await transport.stream.send(command(next(self._seq)))
+
+    async def run_plan(self, plan: KernelPlan, job: str | None = None) -> str:
+        """Start a benchmark job on this agent; its frames arrive through `on_message`."""
+        job = job or new_job_id()
+        await self.send(lambda seq: Run(seq, job, plan))
+        return job
+
+    async def cancel(self, job: str) -> None:
+        await self.send(lambda seq: Cancel(seq, job))
 
     async def stop(self) -> None:
         self._stopping = True

@@ -8,12 +8,18 @@ reads the state on its own timer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from dltui.fleet.series import Series
 from dltui.protocol.messages import (
     Error,
     GpuState,
     Inventory,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    JobState,
+    KernelResult,
     Link,
     LinkStateName,
     Message,
@@ -38,6 +44,20 @@ class GpuView:
 
 
 @dataclass
+class JobView:
+    """One benchmark job on one server, as its frames told it."""
+
+    id: str
+    done: int = 0
+    total: int = 0
+    label: str = ""
+    state: JobState | Literal["running"] = "running"
+    error: str | None = None
+    results: list[KernelResult] = field(default_factory=list)
+    ended: float | None = None
+
+
+@dataclass
 class ServerView:
     """Everything known about one server, as the frames told it."""
 
@@ -57,10 +77,22 @@ class ServerView:
     dropped: int = 0
     last_error: str | None = None
     last_sample_time: float | None = None
+    jobs: dict[str, JobView] = field(default_factory=dict)
+    """Jobs in the order they started; the last is the one to show."""
 
     @property
     def name(self) -> str:
         return self.inventory.hostname if self.inventory else self.source
+
+    def job(self, job_id: str) -> JobView:
+        view = self.jobs.get(job_id)
+        if view is None:
+            view = self.jobs[job_id] = JobView(job_id)
+        return view
+
+    @property
+    def latest_job(self) -> JobView | None:
+        return next(reversed(self.jobs.values()), None)
 
     def host_last(self, name: str) -> float | None:
         series = self.host.get(name)
@@ -130,6 +162,14 @@ class Fleet:
             server.inventory = message.inventory
         elif isinstance(message, Pong):
             server.dropped = message.dropped
+        elif isinstance(message, JobProgress):
+            job = server.job(message.job)
+            job.done, job.total, job.label = message.done, message.total, message.label
+        elif isinstance(message, JobResult):
+            server.job(message.job).results.append(message.result)
+        elif isinstance(message, JobEnd):
+            job = server.job(message.job)
+            job.state, job.error, job.ended = message.state, message.error, message.wall
         elif isinstance(message, Error):
             server.last_error = f"{message.code}: {message.message}"
         self.version += 1

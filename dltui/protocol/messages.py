@@ -19,6 +19,7 @@ PROTOCOL_VERSION = 1
 
 GpuState = Literal["ok", "lost", "error"]
 LinkStateName = Literal["connecting", "live", "offline", "auth_failed"]
+JobState = Literal["done", "cancelled", "failed", "refused"]
 
 
 # --- inventory -----------------------------------------------------------------------------
@@ -75,6 +76,64 @@ class GpuSample:
 class HostSample:
     values: dict[str, float]
     cpu_per_core: list[float] = field(default_factory=list)
+
+
+# --- benchmarks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPlan:
+    """What to run: named kernels from named shape sets, never a command line.
+
+    Types are checked on decode; names and bounds by `dltui.bench.plan.check_plan`.
+    """
+
+    framework: str = "torch"
+    shape_set: str = "quick"
+    kinds: list[str] = field(default_factory=lambda: ["gemm", "conv", "rnn"])
+    precisions: list[str] = field(default_factory=lambda: ["fp32"])
+    device: str = "auto"
+    """"auto" (the first GPU if there is one), "cuda", "cpu"."""
+    gpus: int = 0
+    """GPUs (or CPU processes) for all-reduce; 0: every local GPU, or 2 CPU processes."""
+    warmup: int | None = None
+    iterations: int | None = None
+    """None: DeepBench's counts (GEMM 400, conv 300, RNN 100), capped by `max_seconds`."""
+    max_seconds: float = 2.0
+    """Upper bound on the timed loop of one case, so a slow CPU still finishes."""
+    timeout_s: float = 3600.0
+    """The whole job; past it the worker is killed and the job fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelResult:
+    """One timed case. Times are seconds; rates None where they do not apply."""
+
+    kind: str
+    framework: str
+    device: str
+    precision: str
+    direction: str
+    """fwd, bwd_data, bwd_weights, fwd+bwd, h2d, d2h, d2d, p2p, allreduce."""
+    shape: str
+    """The case in DeepBench's notation, e.g. "5124x9124x2560 NN"."""
+    params: dict[str, int] = field(default_factory=dict)
+    iterations: int = 0
+    median_s: float = 0.0
+    spread_s: float = 0.0
+    """1.4826 × median absolute deviation, as tf_cnn_benchmarks reports jitter."""
+    min_s: float = 0.0
+    tflops: float | None = None
+    gbps: float | None = None
+    """Algorithm bandwidth, GB/s (10⁹ B/s)."""
+    busbw_gbps: float | None = None
+    reference_gpu: str | None = None
+    reference_tflops: float | None = None
+    reference_ms: float | None = None
+    ratio: float | None = None
+    """Our rate over the reference's (time ratio where the reference has no rate)."""
+    error: str | None = None
+    """This case failed (out of memory, unsupported precision): the others go on."""
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -189,8 +248,57 @@ class Link(Message):
     offset: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Run(Message):
+    """Client → agent: start a benchmark job. Refused before anything runs if the plan is bad."""
+
+    TYPE: ClassVar[str] = "run"
+    seq: int
+    job: str
+    plan: KernelPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel(Message):
+    TYPE: ClassVar[str] = "cancel"
+    seq: int
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobProgress(Message):
+    TYPE: ClassVar[str] = "progress"
+    job: str
+    done: int
+    total: int
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult(Message):
+    TYPE: ClassVar[str] = "result"
+    job: str
+    result: KernelResult
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnd(Message):
+    """The job is over, exactly once per Run: refused (a bad plan, or the agent is busy: nothing
+    ran), done, cancelled or failed (the worker crashed, ran out of memory or timed out)."""
+
+    TYPE: ClassVar[str] = "job_end"
+    job: str
+    state: JobState
+    error: str | None = None
+    wall: float = 0.0
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = {
-    cls.TYPE: cls for cls in (Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, Error, Bye, Link)
+    cls.TYPE: cls
+    for cls in (
+        *(Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, Error, Bye, Link),
+        *(Run, Cancel, JobProgress, JobResult, JobEnd),
+    )
 }
 
 

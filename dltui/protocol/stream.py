@@ -7,6 +7,8 @@ process or to ssh) underneath.
 from __future__ import annotations
 
 import asyncio
+import os
+from typing import BinaryIO
 
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, FrameDecoder, encode_frame
@@ -54,3 +56,14 @@ class MessageStream:
             await self.writer.wait_closed()
         except (ConnectionError, OSError):
             pass  # the peer is already gone; nothing left to flush
+
+
+def claim_stdout() -> BinaryIO:
+    """This process's stdout for frames alone; fd 1 becomes stderr.
+
+    A stray print from any library (NVML, a framework's banner) would corrupt the frame stream,
+    so frames go to a private duplicate of the real stdout and everything else to stderr.
+    """
+    frames = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    return frames

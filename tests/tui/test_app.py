@@ -21,6 +21,10 @@ from dltui.protocol.messages import (
     GpuSample,
     HostSample,
     Inventory,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelResult,
     Link,
     Pong,
     Sample,
@@ -138,6 +142,29 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
         app.fleet.apply("gpubox:7070", Link("auth_failed", time.time(), "bad secret"))
         text = await wait_for_text(pilot, "auth failed")
         assert "bad secret" in text and "offline" not in text
+
+
+async def test_benchmark_results_appear_beside_the_server_as_they_arrive() -> None:
+    app = create_app([])
+    now = time.time()
+    result = KernelResult(
+        "gemm", "torch", "cuda:0", "bf16", "fwd", "5124x9124x2560 NN", median_s=0.0011,
+        tflops=217.4, reference_gpu="V100", reference_tflops=96.6, ratio=2.25,
+    )  # fmt: skip
+    async with app.run_test(size=(120, 40)) as pilot:
+        for message in gpu_box_messages(now):
+            app.fleet.apply("gpubox:7070", message)
+        await wait_for_text(pilot, "gpubox")
+        assert "job " not in screen_text(app)  # no panel before a job
+        app.fleet.apply("gpubox:7070", JobProgress("j1", 3, 10, "gemm 5124x9124x2560 NN bf16"))
+        text = await wait_for_text(pilot, r"job j1 · running")
+        assert re.search(r"█+·+ 3/10", text)
+        app.fleet.apply("gpubox:7070", JobResult("j1", result))
+        text = await wait_for_text(pilot, r"217.40 TFLOP/s 2.25×")
+        assert "gemm 5124x9124x2560 NN fwd bf16" in text
+        app.fleet.apply("gpubox:7070", JobEnd("j1", "failed", "the worker was killed by SIGKILL"))
+        text = await wait_for_text(pilot, r"job j1 · failed")
+        assert "killed by SIGKILL" in text and "217.40 TFLOP/s" in text
 
 
 async def test_server_without_gpu_shows_why_and_no_gpu_lines() -> None:

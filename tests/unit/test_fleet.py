@@ -71,3 +71,21 @@ def test_going_offline_marks_a_gap_and_keeps_the_clock_offset():
     assert server.gpus[0].last("util_gpu") is None  # the gap hides the stale value
     assert server.offset == 2.0
     assert fleet.summary() == {"offline": 1}
+
+
+def test_jobs_collect_progress_results_and_their_end():
+    from dltui.protocol.messages import JobEnd, JobProgress, JobResult
+    from tests.unit.test_messages import RESULT
+
+    fleet = Fleet()
+    assert fleet.add("a").latest_job is None
+    fleet.apply("a", JobProgress("j1", 1, 4, "gemm"))
+    fleet.apply("a", JobResult("j1", RESULT))
+    fleet.apply("a", JobProgress("j2", 0, 2, "conv"))  # a later job becomes the latest
+    fleet.apply("a", JobEnd("j1", "done", None, 5.0))
+    server = fleet.servers["a"]
+    first, second = server.jobs.values()
+    assert (first.state, first.done, first.total, first.results, first.ended) == (
+        "done", 1, 4, [RESULT], 5.0,
+    )  # fmt: skip
+    assert server.latest_job is second and second.state == "running"

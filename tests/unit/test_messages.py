@@ -9,15 +9,22 @@ from dltui.protocol.messages import (
     MESSAGE_TYPES,
     Auth,
     Bye,
+    Cancel,
     Error,
     GpuInfo,
     GpuSample,
     Hello,
     HostSample,
     Inventory,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelPlan,
+    KernelResult,
     Link,
     Ping,
     Pong,
+    Run,
     Sample,
     Subscribe,
     Welcome,
@@ -46,6 +53,11 @@ SAMPLE = Sample(
         GpuSample(1, "lost", {}),
     ],
 )
+RESULT = KernelResult(
+    "gemm", "torch", "cuda:0", "bf16", "fwd", "5124x9124x2560 NN",
+    {"m": 5124, "n": 9124, "k": 2560}, 400, 0.0011, 0.00002, 0.00108, tflops=217.4,
+    reference_gpu="V100", reference_tflops=96.6, ratio=2.25,
+)  # fmt: skip
 EVERY_MESSAGE = [
     Hello(1, "abc", "gpu-01", b"\x01" * 32),
     Hello(1, "abc", "gpu-01", None),
@@ -58,6 +70,11 @@ EVERY_MESSAGE = [
     Error("protocol", "bad"),
     Bye("done", 4),
     Link("offline", 1.7e9, "refused"),
+    Run(5, "job1", KernelPlan(framework="tensorflow", kinds=["gemm"], iterations=10)),
+    Cancel(6, "job1"),
+    JobProgress("job1", 3, 10, "gemm 1760x16x1760 NN fp32"),
+    JobResult("job1", RESULT),
+    JobEnd("job1", "failed", "the worker was killed by SIGKILL", 1.7e9),
 ]
 
 

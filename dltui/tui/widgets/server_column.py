@@ -8,6 +8,7 @@ from textual.containers import Vertical, VerticalScroll
 from dltui.fleet.state import ServerView
 from dltui.tui.widgets.gpu_panel import GpuPanel
 from dltui.tui.widgets.host_panel import HostPanel
+from dltui.tui.widgets.job_panel import JobPanel
 from dltui.tui.widgets.server_header import ServerHeader
 
 
@@ -30,7 +31,8 @@ class ServerColumn(Vertical):
         self.server = server
         self.header = ServerHeader(server)
         self.host = HostPanel(server)
-        self.body = VerticalScroll(self.host)
+        self.job = JobPanel(server)
+        self.body = VerticalScroll(self.job, self.host)
         self.gpu_panels: dict[int, GpuPanel] = {}
         self._drawn_version = -1
 
@@ -48,7 +50,8 @@ class ServerColumn(Vertical):
         if version != self._drawn_version:
             self._drawn_version = version
             self._add_gpu_panels(version)
-        for panel in (self.host, *self.gpu_panels.values()):
+            self.job.set_class(self.server.latest_job is not None, "-shown")
+        for panel in (self.job, self.host, *self.gpu_panels.values()):
             if self.screen.can_view_partial(panel):
                 panel.sync(version)
 

@@ -1,0 +1,192 @@
+"""Benchmark jobs: one worker process at a time, its frames relayed to every client.
+
+One at a time because two benchmarks sharing a GPU would each measure the other. The worker is
+a child process (`dltui.bench.worker`); whatever happens to it — a crash, the OOM killer, a hang
+past the plan's timeout, a cancel — the agent stays up and every client gets exactly one
+`job_end` saying how the job ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dltui.bench.plan import PlanError, check_plan
+from dltui.protocol.errors import ProtocolError
+from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.messages import (
+    JobEnd,
+    JobProgress,
+    JobResult,
+    JobState,
+    KernelPlan,
+    Message,
+    Run,
+    from_wire,
+    to_wire,
+)
+
+log = logging.getLogger(__name__)
+
+WORKER_COMMAND = (sys.executable, "-m", "dltui.bench.worker")
+STOP_GRACE = 3.0  # seconds between asking a worker to stop and killing it
+# NVLink multicast can put a shared host's GPUs out of service: off in every worker.
+WORKER_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+@dataclass
+class _Job:
+    id: str
+    plan: KernelPlan
+    process: asyncio.subprocess.Process | None = None
+    cancelled: bool = False
+
+
+class Jobs:
+    def __init__(self, publish: Callable[[Message], None]) -> None:
+        self._publish = publish
+        self.current: _Job | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, job: str, plan: KernelPlan) -> None:
+        """Start a job, or refuse it at once with a `job_end` that says why."""
+        try:
+            check_plan(plan)
+        except PlanError as exc:
+            self._publish(JobEnd(job, "refused", f"bad plan: {exc}", time.time()))
+            return
+        if self.current is not None:
+            reason = f"busy: job {self.current.id} is running; cancel it or wait"
+            self._publish(JobEnd(job, "refused", reason, time.time()))
+            return
+        self.current = _Job(job, plan)
+        self._task = asyncio.create_task(self._supervise(self.current))
+
+    def cancel(self, job: str) -> bool:
+        current = self.current
+        if current is None or current.id != job:
+            return False
+        current.cancelled = True
+        if current.process is not None and current.process.returncode is None:
+            current.process.send_signal(signal.SIGTERM)
+            asyncio.get_running_loop().call_later(STOP_GRACE, self._kill, current)
+        return True
+
+    async def stop(self) -> None:
+        """Cancel what runs and wait for it to end (the agent is shutting down)."""
+        if self.current is not None:
+            self.cancel(self.current.id)
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=STOP_GRACE + 2)
+
+    @staticmethod
+    def _kill(job: _Job) -> None:
+        if job.process is not None and job.process.returncode is None:
+            job.process.kill()
+
+    async def _supervise(self, job: _Job) -> None:
+        state, error = await self._run_worker(job)
+        # Free before telling: a client that starts its next job on `job_end` is not refused.
+        self.current = None
+        self._publish(JobEnd(job.id, state, error, time.time()))
+
+    async def _run_worker(self, job: _Job) -> tuple[JobState, str | None]:
+        """Run the worker to its end; how the job ended, and why if it failed."""
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *WORKER_COMMAND,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=os.environ | WORKER_ENV,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the agent, not the worker
+            )
+        except OSError as exc:
+            return "failed", f"cannot start the benchmark worker: {exc}"
+        job.process = process
+        assert process.stdin and process.stdout and process.stderr
+        stderr_tail: deque[str] = deque(maxlen=20)
+        tail = asyncio.create_task(_keep_tail(process.stderr, stderr_tail))
+        try:
+            # stdin stays open: its end tells the worker the agent is gone.
+            process.stdin.write(encode_frame(to_wire(Run(0, job.id, job.plan))))
+            await process.stdin.drain()
+            async with asyncio.timeout(job.plan.timeout_s):
+                reported = await self._relay(job, process.stdout)
+                await process.wait()
+            await tail
+        except TimeoutError:
+            return "failed", f"timed out after {job.plan.timeout_s:g} s"
+        except ConnectionError as exc:  # the worker died before it read its plan
+            await process.wait()
+            return "failed", _death(process.returncode, stderr_tail) + f" ({exc})"
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            process.stdin.close()
+            tail.cancel()
+        if job.cancelled:
+            return "cancelled", None
+        if reported is not None:
+            return reported.state, reported.error
+        if process.returncode != 0:
+            return "failed", _death(process.returncode, stderr_tail)
+        return "failed", "the worker exited without saying how the job ended"
+
+    async def _relay(self, job: _Job, stdout: asyncio.StreamReader) -> JobEnd | None:
+        """Pass the worker's frames on until it closes stdout; return its own `job_end`."""
+        decoder = FrameDecoder()
+        reported = None
+        while data := await stdout.read(65536):
+            decoder.push(data)
+            while True:
+                try:
+                    ready, obj = decoder.pop()
+                    message = from_wire(obj) if ready else None
+                except ProtocolError as exc:
+                    log.error("job %s: bad frame from the worker: %s", job.id, exc)
+                    self._kill(job)
+                    return None
+                if message is None:
+                    break
+                if not isinstance(message, (JobProgress, JobResult, JobEnd)) or (
+                    message.job != job.id
+                ):
+                    log.error("job %s: unexpected %s from the worker", job.id, message.TYPE)
+                elif isinstance(message, JobEnd):
+                    reported = message  # told once the process is gone and the GPU free
+                else:
+                    self._publish(message)
+        return reported
+
+
+async def _keep_tail(stream: asyncio.StreamReader, tail: deque[str]) -> None:
+    while line := await stream.readline():
+        tail.append(line.decode(errors="replace").rstrip())
+
+
+def _death(returncode: int | None, stderr_tail: deque[str]) -> str:
+    """Why a worker died, in words: a signal by name (SIGKILL: likely the OOM killer)."""
+    if returncode is not None and returncode < 0:
+        name = signal.Signals(-returncode).name
+        why = f"the worker was killed by {name}"
+        if name == "SIGKILL":
+            why += " (out of host memory?)"
+    else:
+        why = f"the worker exited with code {returncode}"
+    last = next((line for line in reversed(stderr_tail) if line.strip()), None)
+    return f"{why}: {last}" if last else why

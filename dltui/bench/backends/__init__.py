@@ -1,0 +1,115 @@
+"""Framework backends: each times one (case, pass, precision) and returns per-iteration seconds.
+
+A backend module imports its framework inside its constructor, never at import time: the agent
+imports dltui.bench freely and must stay framework-free; only the worker builds a backend.
+What is shared lives here: the iteration budget and the wall-clock timed loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from dltui.bench.shapes import Case
+from dltui.protocol.messages import KernelPlan
+
+DEEPBENCH_ITERATIONS = {"gemm": 400, "conv": 300, "rnn": 100, "bandwidth": 100}
+"""DeepBench's timed calls per kernel (bandwidth: ours, a 1 GiB copy takes ~20 ms on PCIe)."""
+MIN_TIMED = 3
+"""The timed loop stops at max_seconds, but never before this many iterations."""
+GPU_WARMUP = 5
+"""DeepBench warms up once; a GPU gets a few more for cuDNN's algorithm search, the caching
+allocator and clocks that ramp up."""
+CPU_WARMUP = 1
+
+
+class Unsupported(Exception):
+    """This backend cannot run this case here (no GPU for a host-device copy, a precision the
+    framework lacks on this device): the case gets an error, the suite goes on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    warmup: int
+    iterations: int
+    max_seconds: float
+
+
+def budget_for(plan: KernelPlan, kind: str, on_gpu: bool) -> Budget:
+    """The plan's counts, else DeepBench's; the time bound always applies. At least one
+    warm-up, as DeepBench: the first call pays for tracing, algorithm search and allocation."""
+    default_warmup = GPU_WARMUP if on_gpu else CPU_WARMUP
+    return Budget(
+        warmup=default_warmup if plan.warmup is None else max(1, plan.warmup),
+        iterations=plan.iterations or DEEPBENCH_ITERATIONS[kind],
+        max_seconds=plan.max_seconds,
+    )
+
+
+def warm_up(step: Callable[[], object], sync: Callable[[], None], budget: Budget) -> None:
+    """Run `step` budget.warmup times, but stop after max_seconds once one has run."""
+    started = time.perf_counter()
+    for done in range(budget.warmup):
+        if done and time.perf_counter() - started >= budget.max_seconds:
+            break
+        step()
+        sync()
+
+
+def wall_clock_times(
+    step: Callable[[], object], sync: Callable[[], None], budget: Budget
+) -> list[float]:
+    """Per-iteration seconds of `step` followed by `sync` (which waits for the device: a no-op
+    for synchronous CPU kernels, a read-back for TensorFlow). Warm-up first."""
+    warm_up(step, sync, budget)
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < budget.iterations:
+        begin = time.perf_counter()
+        step()
+        sync()
+        end = time.perf_counter()
+        times.append(end - begin)
+        if len(times) >= MIN_TIMED and end - started >= budget.max_seconds:
+            break
+    return times
+
+
+def error_text(exc: BaseException, limit: int = 300) -> str:
+    """One line for KernelResult.error. TensorFlow puts the cause on the last line of a long
+    message; PyTorch on the first."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    cause = lines[-1] if "in user code" in lines[0] else lines[0]
+    text = f"{type(exc).__name__}: {cause}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Backend(Protocol):
+    framework: str
+    device: str
+    """Where kernels run, the same spelling for every framework: "cuda:0" or "cpu"."""
+    gpu_count: int
+    """GPUs this framework sees (0 when it runs on the CPU): the peer-copy pairs."""
+
+    def time_case(
+        self, kind: str, case: Case, direction: str, precision: str, budget: Budget
+    ) -> list[float]:
+        """Seconds per timed iteration; raises Unsupported, or the framework's own error."""
+        ...
+
+
+def load_backend(framework: str, device: str) -> Backend:
+    """Build the backend; this is where the framework gets imported."""
+    if framework == "torch":
+        from dltui.bench.backends.torch_backend import TorchBackend
+
+        return TorchBackend(device)
+    if framework == "tensorflow":
+        from dltui.bench.backends.tensorflow_backend import TensorFlowBackend
+
+        return TensorFlowBackend(device)
+    raise ValueError(f"unknown framework {framework!r}")

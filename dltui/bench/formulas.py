@@ -1,0 +1,87 @@
+"""The formulas, written once: FLOP counts, bandwidths, scaling efficiency and the statistics
+reported for every timed case. Units: seconds in, TFLOP/s (10¹²) and GB/s (10⁹ B/s) out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+# --- FLOP counts, as DeepBench's result sheets compute them ------------------------------------
+
+
+def gemm_flops(m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k
+
+
+def conv_output(size: int, filter_size: int, pad: int, stride: int) -> int:
+    """Output height or width of a convolution (floor division, as cuDNN computes it)."""
+    return (size + 2 * pad - filter_size) // stride + 1
+
+
+def conv_flops(
+    n: int, c: int, h: int, w: int, k: int, r: int, s: int, pad_h: int, pad_w: int, stride_h: int,
+    stride_w: int,
+) -> float:  # fmt: skip
+    """2·N·K·P·Q·C·R·S: the direct-convolution count, the same for every pass."""
+    p = conv_output(h, r, pad_h, stride_h)
+    q = conv_output(w, s, pad_w, stride_w)
+    return 2.0 * n * k * p * q * c * r * s
+
+
+def rnn_flops(cell: str, hidden: int, batch: int, steps: int) -> float:
+    """One pass of a DeepBench RNN (input size = hidden): vanilla 2TNH²+TNH, LSTM 8TNH²,
+    GRU 6TNH², the same count for every pass."""
+    t, n, h = steps, batch, hidden
+    if cell == "vanilla":
+        return 2.0 * t * n * h * h + t * n * h
+    if cell == "lstm":
+        return 8.0 * t * n * h * h
+    if cell == "gru":
+        return 6.0 * t * n * h * h
+    raise ValueError(f"unknown RNN cell {cell!r}")
+
+
+def rnn_fwd_bwd_flops(cell: str, hidden: int, batch: int, steps: int) -> float:
+    """A training step of a DeepBench RNN: forward, backward-data and backward-weights, three
+    passes of the same count (DeepBench reports fwd+bwd as a time; this makes it a rate)."""
+    return 3.0 * rnn_flops(cell, hidden, batch, steps)
+
+
+def tflops(flops: float, seconds: float) -> float:
+    return flops / seconds / 1e12
+
+
+# --- bandwidth ---------------------------------------------------------------------------------
+
+
+def gbps(nbytes: float, seconds: float) -> float:
+    return nbytes / seconds / 1e9
+
+
+def allreduce_busbw(algbw: float, ranks: int) -> float:
+    """nccl-tests' bus bandwidth: algbw × 2(n−1)/n, comparable across rank counts and with
+    the link's line rate."""
+    return algbw * 2.0 * (ranks - 1) / ranks if ranks > 1 else algbw
+
+
+# --- scaling -----------------------------------------------------------------------------------
+
+
+def scaling_efficiency(throughput_n: float, throughput_1: float, n: int) -> float:
+    """Throughput on N ÷ (N × throughput on 1): 1.0 is perfect scaling."""
+    return throughput_n / (n * throughput_1)
+
+
+# --- statistics --------------------------------------------------------------------------------
+
+
+def median(times: Sequence[float]) -> float:
+    return statistics.median(times)
+
+
+def spread(times: Sequence[float]) -> float:
+    """1.4826 × the median absolute deviation: a robust standard deviation, as
+    tf_cnn_benchmarks reports its jitter."""
+    centre = statistics.median(times)
+    return 1.4826 * statistics.median(abs(t - centre) for t in times)

@@ -1,0 +1,62 @@
+"""The names a plan may use, and the check that refuses a bad plan before anything runs."""
+
+from __future__ import annotations
+
+import math
+
+from dltui.protocol.messages import KernelPlan
+
+FRAMEWORKS = ("torch", "tensorflow")
+SHAPE_SETS = ("tiny", "quick", "full")
+KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
+"""mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
+DEVICES = ("auto", "cuda", "cpu")
+
+MAX_GPUS = 1024
+MAX_ITERATIONS = 100_000
+MAX_SECONDS = 600.0
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+class PlanError(ValueError):
+    """A plan that names something unknown or asks for something absurd."""
+
+
+def check_plan(plan: KernelPlan) -> KernelPlan:
+    """Return the plan if every name is known and every number in range; else PlanError."""
+    problems = []
+
+    def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
+        if value not in allowed:
+            problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+
+    one_of("framework", plan.framework, FRAMEWORKS)
+    one_of("shape set", plan.shape_set, SHAPE_SETS)
+    one_of("device", plan.device, DEVICES)
+    if not plan.kinds:
+        problems.append("no kernel kinds")
+    for kind in plan.kinds:
+        one_of("kernel", kind, KINDS)
+    if not plan.precisions:
+        problems.append("no precisions")
+    for precision in plan.precisions:
+        one_of("precision", precision, PRECISIONS)
+    if len(set(plan.kinds)) != len(plan.kinds) or len(set(plan.precisions)) != len(plan.precisions):
+        problems.append("kinds and precisions must not repeat")
+    if not 0 <= plan.gpus <= MAX_GPUS:
+        problems.append(f"gpus must be 0-{MAX_GPUS}, got {plan.gpus}")
+    for name, value in (("warmup", plan.warmup), ("iterations", plan.iterations)):
+        if value is not None and not 0 <= value <= MAX_ITERATIONS:
+            problems.append(f"{name} must be 0-{MAX_ITERATIONS}, got {value}")
+    if plan.iterations == 0:
+        problems.append("iterations must be at least 1")
+    for name, value, top in (
+        ("max_seconds", plan.max_seconds, MAX_SECONDS),
+        ("timeout_s", plan.timeout_s, MAX_TIMEOUT),
+    ):
+        if not (math.isfinite(value) and 0 < value <= top):
+            problems.append(f"{name} must be in (0, {top:g}], got {value}")
+    if problems:
+        raise PlanError("; ".join(problems))
+    return plan

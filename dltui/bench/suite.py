@@ -1,0 +1,146 @@
+"""Run a kernel plan: every case of every kind and precision, one KernelResult per pass.
+
+The worker calls `run_plan` and turns the callbacks into frames. A case that fails (out of
+memory, a precision the device lacks) becomes a result with an error and the suite goes on:
+one bad case must not cost the rest of an hour-long run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dltui.bench import formulas, reference
+from dltui.bench.backends import Backend, budget_for, error_text, load_backend
+from dltui.bench.shapes import BandwidthCase, Case, ComputeCase, RnnCase, cases
+from dltui.protocol.messages import KernelPlan, KernelResult
+
+DIRECTIONS = {
+    "gemm": ("fwd",),
+    "conv": ("fwd", "bwd_data", "bwd_weights"),
+    "rnn": ("fwd", "fwd+bwd"),
+}
+BYTES = ""
+"""The precision of a bandwidth result: copies move bytes, so none applies."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One result to produce: a case, one of its passes, one precision."""
+
+    kind: str
+    precision: str
+    case: Case
+    direction: str
+
+    @property
+    def label(self) -> str:
+        words = [self.kind, self.precision, self.case.label]
+        if self.kind in DIRECTIONS:
+            words.append(self.direction)
+        return " ".join(word for word in words if word)
+
+
+def _items(plan: KernelPlan, kind: str, gpus: int) -> list[_Item]:
+    """Bandwidth once (bytes have no precision); compute kinds once per precision."""
+    if kind == "bandwidth":
+        return [
+            _Item(kind, BYTES, case, case.direction)
+            for case in cases(plan.shape_set, kind, gpus)
+            if isinstance(case, BandwidthCase)
+        ]
+    return [
+        _Item(kind, precision, case, direction)
+        for precision in plan.precisions
+        for case in cases(plan.shape_set, kind)
+        for direction in DIRECTIONS[kind]
+    ]
+
+
+def run_plan(
+    plan: KernelPlan,
+    on_result: Callable[[KernelResult], None],
+    on_progress: Callable[[int, int, str], None],
+    should_stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """Run the plan's kinds in its order. on_progress(done, total, label) comes before each
+    result (and once at the end); should_stop is asked before each, and ends the run early."""
+    backend = None
+    if any(kind != "allreduce" for kind in plan.kinds):
+        backend = load_backend(plan.framework, plan.device)  # the framework loads here
+    gpus = backend.gpu_count if backend else 0
+    work: list[tuple[str, list]] = [
+        (kind, cases(plan.shape_set, kind) if kind == "allreduce" else _items(plan, kind, gpus))
+        for kind in plan.kinds
+    ]
+    total = sum(len(items) for _, items in work)
+    done = 0
+    for kind, items in work:
+        if should_stop():
+            return
+        if kind == "allreduce":
+            # Another process group per case; its own module, loaded only when asked for.
+            from dltui.bench.kernels.allreduce import run_allreduce
+
+            offset = done
+
+            def progress(step: int, _total: int, label: str, offset: int = offset) -> None:
+                on_progress(offset + step, total, label)
+
+            run_allreduce(plan, items, on_result, progress, should_stop)
+            done += len(items)
+            continue
+        assert backend is not None
+        for item in items:
+            if should_stop():
+                return
+            on_progress(done, total, item.label)
+            on_result(measure(backend, plan, item))
+            done += 1
+    on_progress(total, total, "done")
+
+
+def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
+    """Time one item and turn its times into a result, or its failure into an error result."""
+    fields = {
+        "kind": item.kind,
+        "framework": plan.framework,
+        "device": backend.device,
+        "precision": item.precision,
+        "direction": item.direction,
+        "shape": item.case.label,
+        "params": item.case.params,
+    }
+    budget = budget_for(plan, item.kind, on_gpu=backend.device != "cpu")
+    try:
+        times = backend.time_case(item.kind, item.case, item.direction, item.precision, budget)
+    except Exception as exc:  # frameworks raise many types (OOM, dtype, cuDNN): record, go on
+        return KernelResult(**fields, error=error_text(exc))
+    median = formulas.median(times)
+    flops = _flops(item)
+    rate = formulas.tflops(flops, median) if flops is not None else None
+    nbytes = item.case.nbytes if isinstance(item.case, BandwidthCase) else None
+    ref = reference.lookup(item.kind, item.case, item.precision, item.direction)
+    return KernelResult(
+        **fields,
+        iterations=len(times),
+        median_s=median,
+        spread_s=formulas.spread(times),
+        min_s=min(times),
+        tflops=rate,
+        gbps=formulas.gbps(nbytes, median) if nbytes is not None else None,
+        reference_gpu=reference.REFERENCE_GPU if ref else None,
+        reference_tflops=ref.tflops if ref else None,
+        reference_ms=ref.ms if ref else None,
+        ratio=reference.ratio(ref, rate, median) if ref else None,
+    )
+
+
+def _flops(item: _Item) -> float | None:
+    """DeepBench's count for the pass; fwd+bwd of an RNN is three passes."""
+    case = item.case
+    if isinstance(case, RnnCase) and item.direction == "fwd+bwd":
+        return formulas.rnn_fwd_bwd_flops(case.cell, case.hidden, case.batch, case.steps)
+    if isinstance(case, ComputeCase):
+        return case.flops
+    return None

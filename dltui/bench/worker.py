@@ -1,0 +1,92 @@
+"""The benchmark worker: a child process that runs one plan and reports as frames on stdout.
+
+The agent never imports a framework; this process does, so a framework crash, an out-of-memory
+error or a hung kernel kills the worker and not the agent. Protocol: one `run` frame on stdin;
+then `progress` and `result` frames on stdout and a final `job_end`. SIGTERM asks it to stop
+after the current case; the end of stdin means the agent is gone (even kill -9), and the worker
+exits at once rather than hold a GPU for nobody.
+
+    python -m dltui.bench.worker
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from io import BufferedReader
+
+from dltui.bench.plan import check_plan
+from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.messages import (
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelResult,
+    Message,
+    Run,
+    from_wire,
+    to_wire,
+)
+from dltui.protocol.stream import claim_stdout
+
+
+def read_run(source: BufferedReader) -> Run:
+    decoder = FrameDecoder()
+    while True:
+        data = source.read1(65536)
+        if not data:
+            raise SystemExit("dltui worker: no run frame on stdin")
+        decoder.push(data)
+        ready, obj = decoder.pop()
+        if ready:
+            message = from_wire(obj)
+            if not isinstance(message, Run):
+                raise SystemExit(f"dltui worker: expected a run frame, got {message.TYPE}")
+            return message
+
+
+def _exit_when_orphaned(source: BufferedReader) -> None:
+    while source.read1(65536):
+        pass
+    os._exit(3)
+
+
+def main() -> int:
+    frames = claim_stdout()
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    run = read_run(sys.stdin.buffer)
+    threading.Thread(target=_exit_when_orphaned, args=(sys.stdin.buffer,), daemon=True).start()
+
+    def emit(message: Message) -> None:
+        frames.write(encode_frame(to_wire(message)))
+
+    def on_result(result: KernelResult) -> None:
+        emit(JobResult(run.job, result))
+
+    def on_progress(done: int, total: int, label: str) -> None:
+        emit(JobProgress(run.job, done, total, label))
+
+    from dltui.bench.suite import run_plan  # the frameworks load here, in the worker only
+
+    try:
+        run_plan(check_plan(run.plan), on_result, on_progress, lambda: stopping)
+    except Exception as exc:  # anything a framework raises: report it, then fail
+        traceback.print_exc()
+        emit(JobEnd(run.job, "failed", f"{type(exc).__name__}: {exc}", time.time()))
+        return 1
+    emit(JobEnd(run.job, "cancelled" if stopping else "done", None, time.time()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

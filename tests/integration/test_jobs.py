@@ -1,0 +1,160 @@
+"""Benchmark jobs through a real agent process: run, refuse, cancel, crash, time out.
+
+The worker runs PyTorch on the CPU with tiny shapes, so these tests need torch installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from dataclasses import replace
+
+import psutil
+import pytest
+
+from dltui.protocol.messages import (
+    Cancel,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelPlan,
+    Run,
+    Sample,
+    Subscribe,
+)
+from tests.conftest import ROOT, dltui_command
+from tests.integration.test_agent_stream import connect
+
+pytest.importorskip("torch")
+
+TINY = KernelPlan(
+    framework="torch",
+    shape_set="tiny",
+    kinds=["gemm"],
+    precisions=["fp32"],
+    device="cpu",
+    iterations=3,
+    max_seconds=0.2,
+)
+# Enough work that a job is still running when the test acts on it.
+LONG = KernelPlan(
+    framework="torch",
+    shape_set="full",
+    kinds=["gemm"],
+    precisions=["fp32"],
+    device="cpu",
+    iterations=50,
+    max_seconds=1.0,
+)
+
+
+async def until(stream, predicate, timeout: float = 60.0, collect: list | None = None):
+    """Receive until a message satisfies `predicate`; keep every message in `collect`."""
+
+    async def loop():
+        while True:
+            message = await stream.receive()
+            if collect is not None:
+                collect.append(message)
+            if predicate(message):
+                return message
+
+    return await asyncio.wait_for(loop(), timeout)
+
+
+def workers(agent) -> list[psutil.Process]:
+    return psutil.Process(agent.process.pid).children(recursive=True)
+
+
+async def test_a_tiny_plan_runs_while_sampling_goes_on(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    await client.stream.send(Subscribe(1, 10.0))
+    await client.stream.send(Run(2, "job1", TINY))
+    seen: list = []
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
+    assert end.job == "job1" and end.state == "done" and end.error is None
+    results = [m.result for m in seen if isinstance(m, JobResult)]
+    progress = [m for m in seen if isinstance(m, JobProgress)]
+    assert results and progress and progress[-1].total == len(results)
+    for result in results:
+        assert result.error is None and result.kind == "gemm" and result.device == "cpu"
+        assert 0 < result.median_s < 10 and result.iterations >= 3
+        assert 1e-6 < result.tflops < 10
+    assert sum(isinstance(m, Sample) for m in seen) >= 2  # the agent kept sampling
+    assert workers(agent) == []
+    await client.close()
+
+
+async def test_a_bad_plan_is_refused_before_anything_runs(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    bad = KernelPlan(framework="caffe", kinds=["gemm", "fft"], precisions=["fp8"], gpus=-1)
+    await client.stream.send(Run(1, "bad", bad))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd))
+    assert end.state == "refused"
+    for word in ("caffe", "fft", "fp8", "gpus"):
+        assert word in end.error
+    assert workers(agent) == []
+    # The connection stays usable: a good plan runs next.
+    await client.stream.send(Run(2, "good", TINY))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd))
+    assert (end.job, end.state) == ("good", "done")
+    await client.close()
+
+
+async def test_cancel_and_a_second_job_while_busy(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "long", LONG))
+    await until(client.stream, lambda m: isinstance(m, JobProgress))
+    await client.stream.send(Run(2, "other", TINY))
+    busy = await until(client.stream, lambda m: isinstance(m, JobEnd))
+    assert (busy.job, busy.state) == ("other", "refused") and "busy" in busy.error
+    await client.stream.send(Cancel(3, "long"))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
+    assert (end.job, end.state) == ("long", "cancelled")
+    assert workers(agent) == []
+    await client.close()
+
+
+async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "doomed", LONG))
+    await until(client.stream, lambda m: isinstance(m, JobProgress))
+    for worker in workers(agent):
+        worker.kill()
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
+    assert end.state == "failed" and "SIGKILL" in end.error
+    assert agent.process.poll() is None
+    await client.stream.send(Subscribe(2, 10.0))
+    await until(client.stream, lambda m: isinstance(m, Sample), timeout=5)
+    await client.close()
+
+
+async def test_a_job_past_its_timeout_fails(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "slow", replace(LONG, timeout_s=1.0)))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=30)
+    assert end.state == "failed" and "timed out after 1 s" in end.error
+    assert workers(agent) == []
+    await client.close()
+
+
+def test_bench_kernels_command_prints_a_table_and_writes_json(tmp_path):
+    out = tmp_path / "results.json"
+    command = dltui_command(
+        "bench", "kernels", "--set", "tiny", "--kind", "gemm", "--device", "cpu",
+        "--iterations", "3", "--max-seconds", "0.2", "--json", str(out),
+    )  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:3] == ["kind", "shape", "pass"]
+    rows = [line for line in lines[2:] if line.startswith("gemm")]
+    report = json.loads(out.read_text())
+    assert report["state"] == "done" and len(report["results"]) == len(rows) > 0
+    assert all(r["tflops"] > 0 for r in report["results"])
