@@ -44,9 +44,11 @@ def fmt_value(value: float | None, unit: str) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
-    """Milliseconds under a second, else seconds, minutes or hours."""
+    """Microseconds under a millisecond, milliseconds under a second, else s, min or h."""
     if seconds is None:
         return "–"
+    if abs(seconds) < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
     if abs(seconds) < 1:
         return f"{seconds * 1000:.1f} ms"
     if abs(seconds) < 120:

@@ -14,7 +14,9 @@ HEADER = (
 def rate_text(result: KernelResult) -> str:
     """The figure a reader compares: TFLOP/s for compute, GB/s for data movement."""
     if result.tflops is not None:
-        return f"{result.tflops:.2f} TFLOP/s"
+        if result.tflops < 1:
+            return f"{result.tflops * 1000:.1f} GFLOP/s"
+        return f"{result.tflops:.1f} TFLOP/s"
     if result.gbps is not None:
         return f"{result.gbps:.1f} GB/s"
     return "–"

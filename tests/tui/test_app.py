@@ -160,11 +160,11 @@ async def test_benchmark_results_appear_beside_the_server_as_they_arrive() -> No
         text = await wait_for_text(pilot, r"job j1 · running")
         assert re.search(r"█+·+ 3/10", text)
         app.fleet.apply("gpubox:7070", JobResult("j1", result))
-        text = await wait_for_text(pilot, r"217.40 TFLOP/s 2.25×")
+        text = await wait_for_text(pilot, r"217.4 TFLOP/s 2.25×")
         assert "gemm 5124x9124x2560 NN fwd bf16" in text
         app.fleet.apply("gpubox:7070", JobEnd("j1", "failed", "the worker was killed by SIGKILL"))
         text = await wait_for_text(pilot, r"job j1 · failed")
-        assert "killed by SIGKILL" in text and "217.40 TFLOP/s" in text
+        assert "killed by SIGKILL" in text and "217.4 TFLOP/s" in text
 
 
 async def test_server_without_gpu_shows_why_and_no_gpu_lines() -> None:

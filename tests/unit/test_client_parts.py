@@ -49,4 +49,5 @@ def test_formatting():
     assert fmt_value(691.2, "W") == "691 W"
     assert fmt_value(3, "") == "3"
     assert fmt_duration(0.0042) == "4.2 ms"
+    assert fmt_duration(0.0000231) == "23.1 µs"
     assert fmt_duration(90) == "90.0 s"
