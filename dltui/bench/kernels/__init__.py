@@ -1,0 +1,1 @@
+"""DeepBench kernels, timed through the frameworks themselves: one module per kind."""

@@ -1,0 +1,506 @@
+"""All-reduce bandwidth through the frameworks' own collective engines, at DeepBench's sizes.
+
+torch.distributed (NCCL on GPUs, Gloo on CPU processes) and tf.distribute.MirroredStrategy move
+the data; this module starts the ranks, times the collective and reports nccl-tests' algbw and
+busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce`), so a crash
+takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
+child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
+stdin closes, which also happens when its parent dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from dltui.bench.backends import (
+    CPU_WARMUP,
+    GPU_WARMUP,
+    MIN_TIMED,
+    Budget,
+    error_text,
+    wall_clock_times,
+)
+from dltui.bench.formulas import allreduce_busbw, gbps, median, spread
+from dltui.bench.shapes import AllReduceCase
+from dltui.protocol.messages import KernelPlan, KernelResult, to_plain
+
+OnResult = Callable[[KernelResult], None]
+OnProgress = Callable[[int, int, str], None]
+ShouldStop = Callable[[], bool]
+
+DEFAULT_ITERATIONS = 1000
+"""DeepBench repeats each size 1,000 to 10,000 times; `max_seconds` usually ends the loop first."""
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""NVLink multicast stays off in every rank: the GPU hosts we run on require it."""
+STARTUP_S = 60.0
+"""Allowance for a rank to import its framework and meet its peers."""
+EXIT_GRACE_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduceJob:
+    """What every rank needs, as plain values that fit on a command line."""
+
+    framework: str
+    device: str
+    """"cuda" or "cpu"; TensorFlow also takes "auto" and decides in its own process."""
+    ranks: int
+    """Torch: the world size. TensorFlow: replicas, 0 for every GPU or 2 CPU devices."""
+    floats: list[int]
+    warmup: int | None
+    """None: the backends' default for the device the rank finds itself on."""
+    iterations: int
+    max_seconds: float
+    timeout_s: float
+    """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
+
+    def budget(self, on_gpu: bool) -> Budget:
+        warmup = self.warmup if self.warmup is not None else GPU_WARMUP if on_gpu else CPU_WARMUP
+        return Budget(warmup, self.iterations, self.max_seconds)
+
+
+# --- the caller's side -------------------------------------------------------------------------
+
+
+def run_allreduce(
+    plan: KernelPlan,
+    cases: list[AllReduceCase],
+    on_result: OnResult,
+    on_progress: OnProgress,
+    should_stop: ShouldStop,
+) -> None:
+    """Time a SUM all-reduce of float32 for each case and report one KernelResult per size.
+
+    Failures do not raise: when a rank reports an exception, exits, or stays silent past the
+    timeout, every rank is stopped and each size not measured yet gets a KernelResult whose
+    `error` says why (e.g. "rank 1 exited with code -9"). `should_stop` ends the run after the
+    current size, with no result for the rest.
+    """
+    if not cases:
+        return
+    device, ranks, problem = plan.device, plan.gpus, None
+    if plan.framework == "torch":
+        try:
+            device, ranks = _torch_layout(plan)
+        except _LayoutError as error:
+            problem = str(error)
+    job = AllReduceJob(
+        plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
+        plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
+    )  # fmt: skip
+    if problem is not None:
+        for case in cases:
+            on_result(_result(job, case, device, ranks, error=problem))
+        return
+    if plan.framework == "tensorflow":
+        commands = [_command(job)]
+    else:
+        master = f"127.0.0.1:{_free_port()}"
+        commands = [
+            _command(job, "--rank", str(rank), "--world", str(ranks), "--master", master)
+            for rank in range(ranks)
+        ]
+    silence_s = job.timeout_s + STARTUP_S
+    labels = [case.label for case in cases]
+    measured, failure = _supervise(commands, labels, silence_s, on_result, on_progress, should_stop)
+    if failure is not None:
+        for case in cases[measured:]:
+            on_result(_result(job, case, device, ranks, error=failure))
+
+
+class _LayoutError(Exception):
+    """The plan asks for devices this host does not have."""
+
+
+def _torch_layout(plan: KernelPlan) -> tuple[str, int]:
+    """Device and world size: one rank per GPU, or CPU processes when there is no GPU."""
+    import torch
+
+    gpus = 0 if plan.device == "cpu" else torch.cuda.device_count()
+    if plan.device == "cuda" and gpus == 0:
+        raise _LayoutError("PyTorch sees no CUDA GPU")
+    if gpus == 0:
+        cores = os.cpu_count() or 1
+        if plan.gpus > cores:
+            raise _LayoutError(f"the plan asks for {plan.gpus} CPU processes; {cores} cores here")
+        return "cpu", plan.gpus or 2
+    if plan.gpus > gpus:
+        raise _LayoutError(f"the plan asks for {plan.gpus} GPUs; this host has {gpus}")
+    return "cuda", plan.gpus or gpus
+
+
+def _free_port() -> int:
+    """A loopback port free right now, for rank 0's rendezvous store. Another process could take
+    it before rank 0 binds it; the run then fails with rank 0's error, it does not hang."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
+    job_json = json.dumps(asdict(job))
+    return [sys.executable, "-m", "dltui.bench.kernels.allreduce", "--job", job_json, *rank_args]
+
+
+def _supervise(
+    commands: list[list[str]],
+    labels: list[str],
+    silence_s: float,
+    on_result: OnResult,
+    on_progress: OnProgress,
+    should_stop: ShouldStop,
+) -> tuple[int, str | None]:
+    """Run the ranks to the end; return how many sizes were measured and why the run failed.
+    Each result announces the next size: `on_progress(done, len(labels), label)`.
+
+    All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
+    interleave). The first failure ends the run at once: the other ranks are terminated, not
+    waited for, because the survivors of a dead peer may block in a collective until timeout.
+    """
+    reader, writer = os.pipe()
+    processes: list[subprocess.Popen[bytes]] = []
+    errors: dict[int, str] = {}
+    deaths: dict[int, int] = {}
+    """Ranks that exited with an error code on their own (not from our signal)."""
+    notes: list[str] = []
+    measured = 0
+    pending = b""
+    stopping = finished = False
+
+    def note_deaths() -> None:
+        for rank, process in enumerate(processes):
+            if code := process.poll():
+                deaths.setdefault(rank, code)
+
+    def handle(chunk: bytes) -> None:
+        nonlocal measured, pending
+        *lines, pending = (pending + chunk).split(b"\n")
+        for event in map(json.loads, lines):
+            if event["event"] == "result":
+                on_result(KernelResult(**event["result"]))
+                measured += 1
+                if measured < len(labels) and not stopping:
+                    on_progress(measured, len(labels), labels[measured])
+            else:
+                errors.setdefault(event["rank"], event["message"])
+
+    on_progress(0, len(labels), labels[0])
+    try:
+        try:  # stdout=2: a stray print must never reach a worker's frame stream
+            for command in commands:
+                args = [*command, "--report-fd", str(writer)]
+                processes.append(
+                    subprocess.Popen(args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,))
+                )
+        finally:
+            os.close(writer)  # from now on, end of file means every rank has ended
+        last_news = time.monotonic()
+        while not (errors or deaths or notes):
+            if not stopping and should_stop():
+                stopping = True
+                for process in processes:
+                    _ask_to_stop(process)
+            chunk = os.read(reader, 65536) if select.select([reader], [], [], 0.1)[0] else None
+            note_deaths()
+            if chunk == b"":
+                break
+            if chunk:
+                last_news = time.monotonic()
+                handle(chunk)
+            if time.monotonic() - last_news > silence_s:
+                notes.append(f"no report from any rank for {silence_s:.0f} s")
+        finished = not (errors or deaths or notes)
+    finally:
+        for rank, process in enumerate(processes):
+            if code := _end(process, kill=not finished):
+                deaths.setdefault(rank, code)
+        while chunk := os.read(reader, 65536):  # what the ranks wrote before they ended
+            handle(chunk)
+        os.close(reader)
+    if not (errors or deaths or stopping) and measured < len(labels):
+        notes.append(f"the ranks ended after {measured} of {len(labels)} sizes, with no error")
+    # A rank that died without a word usually caused the others' errors: it comes first.
+    silent = [f"rank {rank} exited with code {code}" for rank, code in deaths.items()
+              if rank not in errors]  # fmt: skip
+    reasons = silent + [f"rank {rank}: {message}" for rank, message in errors.items()] + notes
+    return measured, "; ".join(reasons) or None
+
+
+def _ask_to_stop(process: subprocess.Popen[bytes]) -> None:
+    if process.stdin is not None and not process.stdin.closed:
+        process.stdin.close()
+
+
+def _end(process: subprocess.Popen[bytes], kill: bool) -> int | None:
+    """Wait for a rank to exit, terminated first when `kill` (killed if it ignores that);
+    return its exit code, or None where our own signal ended it."""
+    _ask_to_stop(process)
+    sent = None
+    if kill and process.poll() is None:
+        process.terminate()
+        sent = -signal.SIGTERM
+    try:
+        code = process.wait(timeout=EXIT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        code, sent = process.wait(), -signal.SIGKILL
+    return None if code == sent else code
+
+
+# --- the ranks' side ---------------------------------------------------------------------------
+
+
+def _result(
+    job: AllReduceJob,
+    case: AllReduceCase,
+    device: str,
+    ranks: int,
+    times: list[float] | None = None,
+    error: str | None = None,
+) -> KernelResult:
+    """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error."""
+    result = KernelResult(
+        kind="allreduce",
+        framework=job.framework,
+        device=device,
+        precision="fp32",
+        direction="allreduce",
+        shape=f"{case.label} ×{ranks}" if ranks else case.label,
+        params={**case.params, "ranks": ranks} if ranks else case.params,
+        error=error,
+    )
+    if not times:
+        return result
+    middle = median(times)
+    algbw = gbps(case.nbytes, middle)
+    busbw = allreduce_busbw(algbw, ranks)
+    return replace(result, iterations=len(times), median_s=middle, spread_s=spread(times),
+                   min_s=min(times), gbps=algbw, busbw_gbps=busbw)  # fmt: skip
+
+
+def _timed_count(
+    step: Callable[[], object],
+    sync: Callable[[], object],
+    budget: Budget,
+    slowest: Callable[[list[float]], list[float]],
+) -> int:
+    """Warm up (at least once, to size the loop), then return the timed loop's length: the
+    budget's, cut to fit max_seconds and the same on every rank (`slowest` takes the maximum
+    estimate over ranks), or the ranks would issue different numbers of collectives."""
+    warmup = max(1, budget.warmup)
+    sync()
+    start = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    sync()
+    per_call = slowest([(time.perf_counter() - start) / warmup])[0]
+    fits = int(budget.max_seconds / per_call) if per_call > 0 else budget.iterations
+    return min(budget.iterations, max(MIN_TIMED, fits))
+
+
+def _wall_times(step: Callable[[], object], count: int) -> list[float]:
+    """Per-call seconds of a call that returns when done, as Gloo's all_reduce does."""
+    times = []
+    for _ in range(count):
+        begin = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - begin)
+    return times
+
+
+def allreduce_rank(
+    rank: int,
+    world: int,
+    master_addr: str,
+    master_port: int,
+    job: AllReduceJob,
+    on_result: OnResult,
+    should_stop: ShouldStop,
+    local_rank: int | None = None,
+) -> None:
+    """One torch.distributed rank; rank 0 reports. A multi-server run starts one per GPU, with
+    rank 0's address as rendezvous and `local_rank` the GPU's index on its host.
+
+    Each size: one all-reduce of rank+1 checked against the exact sum, warm-up, then timed
+    iterations (CUDA events on GPUs; on CPU, Gloo's all_reduce returns when done). A collective
+    is as fast as its slowest rank, so each iteration's time is the maximum over ranks.
+    """
+    os.environ.update(MULTICAST_OFF)
+    import torch
+    import torch.distributed as dist
+
+    on_gpu = job.device == "cuda"
+    if on_gpu:
+        torch.cuda.set_device(rank if local_rank is None else local_rank)
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+    sync = torch.cuda.synchronize if on_gpu else lambda: None
+    dist.init_process_group(
+        "nccl" if on_gpu else "gloo",
+        init_method=f"tcp://{master_addr}:{master_port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=job.timeout_s),
+        device_id=device if on_gpu else None,  # NCCL: bind the GPU and connect at once
+    )
+
+    def slowest(values: list[float]) -> list[float]:
+        maxima = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(maxima, op=dist.ReduceOp.MAX)
+        return maxima.tolist()
+
+    def event() -> Any:
+        return torch.cuda.Event(enable_timing=True)
+
+    try:
+        for floats in job.floats:
+            if slowest([float(should_stop())])[0]:
+                break  # any rank asked: all stop at the same size
+            buffer = torch.full((floats,), float(rank + 1), dtype=torch.float32, device=device)
+            dist.all_reduce(buffer)
+            expected = world * (world + 1) / 2
+            if not bool((buffer == expected).all()):
+                low, high = buffer.min().item(), buffer.max().item()
+                raise RuntimeError(f"all-reduce gave {low}..{high}, expected {expected}")
+            buffer.zero_()  # timed on zeros: repeated sums stay finite, no data-dependent speed
+            step = partial(dist.all_reduce, buffer)
+            count = _timed_count(step, sync, job.budget(on_gpu), slowest)
+            if on_gpu:
+                events = [(event(), event()) for _ in range(count)]
+                for begin, end in events:
+                    begin.record()
+                    step()
+                    end.record()
+                sync()
+                times = [begin.elapsed_time(end) / 1e3 for begin, end in events]
+            else:
+                times = _wall_times(step, count)
+            times = slowest(times)
+            if rank == 0:
+                on_result(_result(job, AllReduceCase(floats), job.device, world, times))
+    finally:
+        dist.destroy_process_group()
+
+
+def tensorflow_allreduce(job: AllReduceJob, on_result: OnResult, should_stop: ShouldStop) -> None:
+    """MirroredStrategy's all-reduce in replica context, as training uses it: NCCL over the local
+    GPUs, or the CPU split into logical devices with ReductionToOneDevice (NCCL needs GPUs and
+    HierarchicalCopyAllReduce assumes a GPU topology). Must run before TensorFlow initializes.
+
+    Each call is waited for by fetching one float per replica, so small sizes include
+    TensorFlow's per-call dispatch, as a training step would.
+    """
+    os.environ.update(MULTICAST_OFF)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    if job.device == "cpu":
+        tf.config.set_visible_devices([], "GPU")
+    gpus = tf.config.list_physical_devices("GPU")
+    if job.device == "cuda" and not gpus:
+        raise RuntimeError("TensorFlow sees no GPU")
+    ranks = job.ranks or len(gpus) or 2
+    if gpus and ranks > len(gpus):
+        raise RuntimeError(f"the plan asks for {ranks} GPUs; TensorFlow sees {len(gpus)}")
+    if gpus:
+        devices = [f"/gpu:{index}" for index in range(ranks)]
+        reduction: Any = tf.distribute.NcclAllReduce()
+    else:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        logical = [tf.config.LogicalDeviceConfiguration() for _ in range(ranks)]
+        tf.config.set_logical_device_configuration(cpu, logical)
+        devices = [f"/cpu:{index}" for index in range(ranks)]
+        reduction = tf.distribute.ReductionToOneDevice()
+    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=reduction)
+
+    def replica_input(floats: int, context: Any) -> Any:
+        replica = context.replica_id_in_sync_group
+        with tf.device(devices[replica]):
+            return tf.fill([floats], float(replica + 1))
+
+    def replica_step(value: Any) -> tuple[Any, Any]:
+        total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
+        return total, total[0]
+
+    @tf.function
+    def all_reduce(values: Any) -> Any:
+        return strategy.run(replica_step, args=(values,))
+
+    def step(values: Any) -> tuple[Any, ...]:
+        totals, firsts = all_reduce(values)
+        for first in strategy.experimental_local_results(firsts):
+            first.numpy()
+        return strategy.experimental_local_results(totals)
+
+    for floats in job.floats:
+        if should_stop():
+            break
+        values = strategy.experimental_distribute_values_from_function(
+            partial(replica_input, floats)
+        )
+        expected = ranks * (ranks + 1) / 2
+        if not all(tf.reduce_all(total == expected) for total in step(values)):
+            raise RuntimeError(f"all-reduce of {floats} floats is wrong: expected {expected}")
+        times = wall_clock_times(partial(step, values), lambda: None, job.budget(bool(gpus)))
+        on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", ranks, times))
+
+
+# --- the child process -------------------------------------------------------------------------
+
+
+def _stdin_closed() -> bool:
+    """The parent's stop signal: stdin turns readable at end of file."""
+    return bool(select.select([sys.stdin], [], [], 0)[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dltui.bench.kernels.allreduce")
+    parser.add_argument("--job", required=True, type=json.loads)
+    parser.add_argument("--report-fd", required=True, type=int)
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--world", type=int, default=1)
+    parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
+    parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
+    args = parser.parse_args(argv)
+    job = AllReduceJob(**args.job)
+    channel = os.fdopen(args.report_fd, "w", buffering=1)  # closes when the process ends
+
+    def report(event: str, **fields: Any) -> None:
+        channel.write(json.dumps({"event": event, "rank": args.rank, **fields}) + "\n")
+
+    def on_result(result: KernelResult) -> None:
+        report("result", result=to_plain(result))
+
+    try:
+        if job.framework == "tensorflow":
+            tensorflow_allreduce(job, on_result, _stdin_closed)
+        else:
+            host, port = args.master.rsplit(":", 1)
+            allreduce_rank(args.rank, args.world, host, int(port), job, on_result, _stdin_closed,
+                           args.local_rank)  # fmt: skip
+    except Exception as error:  # any framework error: report it, and fail this rank
+        traceback.print_exc()
+        report("error", message=error_text(error))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
