@@ -116,7 +116,20 @@ def _bench_parser() -> argparse.ArgumentParser:
         description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
         "agent (this machine by default) and print a table as results arrive.",
     )
-    parser.add_argument("--agent", type=_target, default=Target("local"), metavar="AGENT")
+    parser.add_argument(
+        "--agent",
+        type=_target,
+        action="append",
+        metavar="AGENT",
+        help="host:port or 'local' (default); repeat it to run on several servers: side by "
+        "side, or with --kind allreduce as one run across them (scale-out)",
+    )
+    parser.add_argument(
+        "--rendezvous",
+        type=_listen,
+        metavar="HOST:PORT",
+        help="where rank 0 waits in a run across servers (default: the first agent, port 29500)",
+    )
     parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
     parser.add_argument("--set", dest="shape_set", choices=plan.SHAPE_SETS, default="quick")
     parser.add_argument(
@@ -188,7 +201,8 @@ def _run_bench(argv: list[str]) -> int:
         max_seconds=args.max_seconds,
         timeout_s=args.timeout,
     )
-    return run(args.agent, plan, secret, args.json)
+    targets = list(dict.fromkeys(args.agent or [Target("local")]))
+    return run(targets, plan, secret, args.json, args.rendezvous)
 
 
 def _run_tui(argv: list[str]) -> int:

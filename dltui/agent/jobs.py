@@ -9,6 +9,7 @@ past the plan's timeout, a cancel — the agent stays up and every client gets e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -94,8 +95,10 @@ class Jobs:
 
     @staticmethod
     def _kill(job: _Job) -> None:
+        """Kill the worker and whatever it started (all-reduce ranks): its process group."""
         if job.process is not None and job.process.returncode is None:
-            job.process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.process.pid, signal.SIGKILL)
 
     async def _supervise(self, job: _Job) -> None:
         state, error = await self._run_worker(job)
@@ -135,8 +138,10 @@ class Jobs:
             return "failed", _death(process.returncode, stderr_tail) + f" ({exc})"
         finally:
             if process.returncode is None:
-                process.kill()
+                self._kill(job)
                 await process.wait()
+            with contextlib.suppress(ProcessLookupError):  # anything the worker left behind
+                os.killpg(process.pid, signal.SIGKILL)
             process.stdin.close()
             tail.cancel()
         if job.cancelled:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from dltui.protocol.messages import KernelPlan
 
@@ -14,6 +15,7 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
 DEVICES = ("auto", "cuda", "cpu")
 
 MAX_GPUS = 1024
+_HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
 MAX_ITERATIONS = 100_000
 MAX_SECONDS = 600.0
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -57,6 +59,32 @@ def check_plan(plan: KernelPlan) -> KernelPlan:
     ):
         if not (math.isfinite(value) and 0 < value <= top):
             problems.append(f"{name} must be in (0, {top:g}], got {value}")
+    if plan.cluster is not None:
+        problems += _cluster_problems(plan)
     if problems:
         raise PlanError("; ".join(problems))
     return plan
+
+
+def _cluster_problems(plan: KernelPlan) -> list[str]:
+    role = plan.cluster
+    assert role is not None
+    problems = []
+    if plan.kinds != ["allreduce"]:
+        problems.append("only all-reduce runs across servers; run the other kinds per server")
+    if plan.framework != "torch":
+        problems.append("runs across servers use torch.distributed (framework torch)")
+    if not _HOST.fullmatch(role.master_addr):
+        problems.append(f"rendezvous host {role.master_addr!r} is not a host name or address")
+    if not 0 < role.master_port < 65536:
+        problems.append(f"rendezvous port must be 1-65535, got {role.master_port}")
+    if not 0 < role.world <= MAX_GPUS:
+        problems.append(f"world size must be 1-{MAX_GPUS}, got {role.world}")
+    if not (role.rank_offset >= 0 and 0 < role.local_ranks <= role.world - role.rank_offset):
+        problems.append(
+            f"ranks {role.rank_offset}..{role.rank_offset + role.local_ranks - 1} "
+            f"do not fit a world of {role.world}"
+        )
+    if plan.gpus not in (0, role.local_ranks):
+        problems.append(f"gpus ({plan.gpus}) and the local ranks ({role.local_ranks}) differ")
+    return problems

@@ -82,6 +82,20 @@ class HostSample:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterRole:
+    """One agent's part in a run across servers: the client hands out ranks and the rendezvous,
+    the frameworks' own engines (torch.distributed) move the data."""
+
+    master_addr: str
+    """Where global rank 0's agent can be reached by the others."""
+    master_port: int
+    rank_offset: int
+    """The global rank of this agent's first local rank."""
+    local_ranks: int
+    world: int
+
+
+@dataclass(frozen=True, slots=True)
 class KernelPlan:
     """What to run: named kernels from named shape sets, never a command line.
 
@@ -103,6 +117,8 @@ class KernelPlan:
     """Upper bound on the timed loop of one case, so a slow CPU still finishes."""
     timeout_s: float = 3600.0
     """The whole job; past it the worker is killed and the job fails."""
+    cluster: ClusterRole | None = None
+    """Set when this agent is one of several in a scale-out run (all-reduce only, so far)."""
 
 
 @dataclass(frozen=True, slots=True)

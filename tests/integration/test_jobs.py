@@ -156,5 +156,6 @@ def test_bench_kernels_command_prints_a_table_and_writes_json(tmp_path):
     assert lines[1].split()[:3] == ["kind", "shape", "pass"]
     rows = [line for line in lines[2:] if line.startswith("gemm")]
     report = json.loads(out.read_text())
-    assert report["state"] == "done" and len(report["results"]) == len(rows) > 0
+    assert [agent["state"] for agent in report["agents"]] == ["done"]
+    assert len(report["results"]) == len(rows) > 0
     assert all(r["tflops"] > 0 for r in report["results"])

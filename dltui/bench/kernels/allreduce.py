@@ -96,12 +96,17 @@ def run_allreduce(
     """
     if not cases:
         return
+    role = plan.cluster
+    if role is not None:
+        plan = replace(plan, gpus=role.local_ranks)
     device, ranks, problem = plan.device, plan.gpus, None
     if plan.framework == "torch":
         try:
             device, ranks = _torch_layout(plan)
         except _LayoutError as error:
             problem = str(error)
+    if role is not None:
+        ranks = role.world
     job = AllReduceJob(
         plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
@@ -112,6 +117,13 @@ def run_allreduce(
         return
     if plan.framework == "tensorflow":
         commands = [_command(job)]
+    elif role is not None:  # one server of several: global ranks, the client's rendezvous
+        master = f"{role.master_addr}:{role.master_port}"
+        commands = [
+            _command(job, "--rank", str(role.rank_offset + local), "--world", str(role.world),
+                     "--master", master, "--local-rank", str(local))
+            for local in range(role.local_ranks)
+        ]  # fmt: skip
     else:
         master = f"127.0.0.1:{_free_port()}"
         commands = [
@@ -120,7 +132,10 @@ def run_allreduce(
         ]
     silence_s = job.timeout_s + STARTUP_S
     labels = [case.label for case in cases]
-    measured, failure = _supervise(commands, labels, silence_s, on_result, on_progress, should_stop)
+    reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
+    measured, failure = _supervise(
+        commands, labels, silence_s, reports, on_result, on_progress, should_stop
+    )
     if failure is not None:
         for case in cases[measured:]:
             on_result(_result(job, case, device, ranks, error=failure))
@@ -164,12 +179,14 @@ def _supervise(
     commands: list[list[str]],
     labels: list[str],
     silence_s: float,
+    reports: bool,
     on_result: OnResult,
     on_progress: OnProgress,
     should_stop: ShouldStop,
 ) -> tuple[int, str | None]:
     """Run the ranks to the end; return how many sizes were measured and why the run failed.
-    Each result announces the next size: `on_progress(done, len(labels), label)`.
+    Each result announces the next size: `on_progress(done, len(labels), label)`. Without
+    `reports` (no global rank 0 here) no result is expected, so none missing is a failure.
 
     All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
     interleave). The first failure ends the run at once: the other ranks are terminated, not
@@ -235,7 +252,7 @@ def _supervise(
         while chunk := os.read(reader, 65536):  # what the ranks wrote before they ended
             handle(chunk)
         os.close(reader)
-    if not (errors or deaths or stopping) and measured < len(labels):
+    if reports and not (errors or deaths or stopping) and measured < len(labels):
         notes.append(f"the ranks ended after {measured} of {len(labels)} sizes, with no error")
     # A rank that died without a word usually caused the others' errors: it comes first.
     silent = [f"rank {rank} exited with code {code}" for rank, code in deaths.items()

@@ -1,0 +1,44 @@
+"""Scale-out: one plan over several agents, each told its ranks and where rank 0 waits.
+
+The client only hands out numbers; torch.distributed moves the data between the servers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dltui.client.target import Target
+from dltui.protocol.messages import ClusterRole, Inventory, KernelPlan
+
+DEFAULT_RENDEZVOUS_PORT = 29500  # torch.distributed's customary MASTER_PORT
+CPU_RANKS = 2  # processes on a server without GPUs, as a single-server CPU run uses
+
+
+def rendezvous_host(target: Target) -> str:
+    """Rank 0's address as the other agents should reach it: the one we reached it by."""
+    return "127.0.0.1" if target.kind == "local" else target.host
+
+
+def assign_ranks(
+    plan: KernelPlan,
+    targets: list[Target],
+    inventories: list[Inventory],
+    rendezvous: tuple[str, int] | None = None,
+) -> list[KernelPlan]:
+    """Each agent's plan: its global ranks (one per GPU, or `plan.gpus` each), in order,
+    with rank 0 on the first agent."""
+    counts = [
+        plan.gpus or len(inventory.gpus) or CPU_RANKS
+        if plan.device != "cpu"
+        else plan.gpus or CPU_RANKS
+        for inventory in inventories
+    ]
+    host, port = rendezvous or (rendezvous_host(targets[0]), DEFAULT_RENDEZVOUS_PORT)
+    world = sum(counts)
+    plans = []
+    offset = 0
+    for count in counts:
+        role = ClusterRole(host, port, rank_offset=offset, local_ranks=count, world=world)
+        plans.append(replace(plan, cluster=role))
+        offset += count
+    return plans

@@ -1,0 +1,84 @@
+"""One all-reduce across two real agents on loopback: ranks and rendezvous from the client,
+Gloo between the agents' CPU processes. If one agent's part dies, the run stops on both."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT, dltui_command, wait_for
+
+pytest.importorskip("torch")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def bench_across(agents, *args: str) -> list[str]:
+    command = dltui_command("bench", "kernels", "--kind", "allreduce", "--device", "cpu",
+                            "--rendezvous", f"127.0.0.1:{free_port()}")  # fmt: skip
+    for agent in agents:
+        command += ["--agent", agent.address]
+    return command + list(args)
+
+
+def test_all_reduce_across_two_agents(agent_factory, tmp_path):
+    first, second = agent_factory(), agent_factory()
+    out = tmp_path / "across.json"
+    command = bench_across(
+        (first, second), "--set", "tiny", "--gpus", "1", "--max-seconds", "0.2",
+        "--json", str(out),
+    )  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "one all-reduce over 2 ranks" in result.stdout
+    report = json.loads(out.read_text())
+    assert [agent["state"] for agent in report["agents"]] == ["done", "done"]
+    roles = [agent["plan"]["cluster"] for agent in report["agents"]]
+    assert [(r["rank_offset"], r["local_ranks"], r["world"]) for r in roles] == [
+        (0, 1, 2),
+        (1, 1, 2),
+    ]
+    results = report["results"]
+    assert len(results) == 2  # the tiny set's two sizes, reported once, by rank 0's server
+    for row in results:
+        assert row["error"] is None and row["shape"].endswith("×2")
+        assert row["gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["gbps"])  # n = 2
+
+
+def test_one_agent_failing_stops_the_run_on_both(agent_factory, tmp_path):
+    first, second = agent_factory(), agent_factory()
+    command = bench_across(
+        (first, second), "--set", "full", "--gpus", "1", "--max-seconds", "1", "--timeout", "120"
+    )
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=ROOT)  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True).start()
+    try:
+        # Once a first size is measured the ranks have met: kill the second agent's part.
+        wait_for(lambda: any(" allreduce " in line for line in lines), timeout=90,
+                 what="a first all-reduce result")  # fmt: skip
+        for worker in psutil.Process(second.process.pid).children(recursive=True):
+            worker.kill()
+        stderr = run.stderr.read()
+        run.wait(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1
+    stderr = stderr.replace(socket.gethostname(), "host")
+    assert "the run across servers stopped: " in stderr
+    assert f"host@{second.address} failed: the worker was killed by SIGKILL" in stderr
+    # Neither agent is left running a part of it.
+    for agent in (first, second):
+        wait_for(lambda a=agent: not psutil.Process(a.process.pid).children(), timeout=30)
+        assert agent.process.poll() is None
