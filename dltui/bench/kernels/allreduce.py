@@ -14,9 +14,6 @@ import argparse
 import json
 import os
 import select
-import signal
-import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -32,15 +29,11 @@ from dltui.bench.backends import (
     MIN_TIMED,
     Budget,
     error_text,
-    wall_clock_times,
 )
 from dltui.bench.formulas import allreduce_busbw, gbps, median, spread
+from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
 from dltui.bench.shapes import AllReduceCase
 from dltui.protocol.messages import KernelPlan, KernelResult, to_plain
-
-OnResult = Callable[[KernelResult], None]
-OnProgress = Callable[[int, int, str], None]
-ShouldStop = Callable[[], bool]
 
 DEFAULT_ITERATIONS = 1000
 """DeepBench repeats each size 1,000 to 10,000 times; `max_seconds` usually ends the loop first."""
@@ -52,7 +45,6 @@ MULTICAST_OFF = {
 """NVLink multicast stays off in every rank: the GPU hosts we run on require it."""
 STARTUP_S = 60.0
 """Allowance for a rank to import its framework and meet its peers."""
-EXIT_GRACE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +117,7 @@ def run_allreduce(
             for local in range(role.local_ranks)
         ]  # fmt: skip
     else:
-        master = f"127.0.0.1:{_free_port()}"
+        master = f"127.0.0.1:{free_port()}"
         commands = [
             _command(job, "--rank", str(rank), "--world", str(ranks), "--master", master)
             for rank in range(ranks)
@@ -133,7 +125,7 @@ def run_allreduce(
     silence_s = job.timeout_s + STARTUP_S
     labels = [case.label for case in cases]
     reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
-    measured, failure = _supervise(
+    measured, failure = supervise(
         commands, labels, silence_s, reports, on_result, on_progress, should_stop
     )
     if failure is not None:
@@ -162,124 +154,9 @@ def _torch_layout(plan: KernelPlan) -> tuple[str, int]:
     return "cuda", plan.gpus or gpus
 
 
-def _free_port() -> int:
-    """A loopback port free right now, for rank 0's rendezvous store. Another process could take
-    it before rank 0 binds it; the run then fails with rank 0's error, it does not hang."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
     job_json = json.dumps(asdict(job))
     return [sys.executable, "-m", "dltui.bench.kernels.allreduce", "--job", job_json, *rank_args]
-
-
-def _supervise(
-    commands: list[list[str]],
-    labels: list[str],
-    silence_s: float,
-    reports: bool,
-    on_result: OnResult,
-    on_progress: OnProgress,
-    should_stop: ShouldStop,
-) -> tuple[int, str | None]:
-    """Run the ranks to the end; return how many sizes were measured and why the run failed.
-    Each result announces the next size: `on_progress(done, len(labels), label)`. Without
-    `reports` (no global rank 0 here) no result is expected, so none missing is a failure.
-
-    All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
-    interleave). The first failure ends the run at once: the other ranks are terminated, not
-    waited for, because the survivors of a dead peer may block in a collective until timeout.
-    """
-    reader, writer = os.pipe()
-    processes: list[subprocess.Popen[bytes]] = []
-    errors: dict[int, str] = {}
-    deaths: dict[int, int] = {}
-    """Ranks that exited with an error code on their own (not from our signal)."""
-    notes: list[str] = []
-    measured = 0
-    pending = b""
-    stopping = finished = False
-
-    def note_deaths() -> None:
-        for rank, process in enumerate(processes):
-            if code := process.poll():
-                deaths.setdefault(rank, code)
-
-    def handle(chunk: bytes) -> None:
-        nonlocal measured, pending
-        *lines, pending = (pending + chunk).split(b"\n")
-        for event in map(json.loads, lines):
-            if event["event"] == "result":
-                on_result(KernelResult(**event["result"]))
-                measured += 1
-                if measured < len(labels) and not stopping:
-                    on_progress(measured, len(labels), labels[measured])
-            else:
-                errors.setdefault(event["rank"], event["message"])
-
-    on_progress(0, len(labels), labels[0])
-    try:
-        try:  # stdout=2: a stray print must never reach a worker's frame stream
-            for command in commands:
-                args = [*command, "--report-fd", str(writer)]
-                processes.append(
-                    subprocess.Popen(args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,))
-                )
-        finally:
-            os.close(writer)  # from now on, end of file means every rank has ended
-        last_news = time.monotonic()
-        while not (errors or deaths or notes):
-            if not stopping and should_stop():
-                stopping = True
-                for process in processes:
-                    _ask_to_stop(process)
-            chunk = os.read(reader, 65536) if select.select([reader], [], [], 0.1)[0] else None
-            note_deaths()
-            if chunk == b"":
-                break
-            if chunk:
-                last_news = time.monotonic()
-                handle(chunk)
-            if time.monotonic() - last_news > silence_s:
-                notes.append(f"no report from any rank for {silence_s:.0f} s")
-        finished = not (errors or deaths or notes)
-    finally:
-        for rank, process in enumerate(processes):
-            if code := _end(process, kill=not finished):
-                deaths.setdefault(rank, code)
-        while chunk := os.read(reader, 65536):  # what the ranks wrote before they ended
-            handle(chunk)
-        os.close(reader)
-    if reports and not (errors or deaths or stopping) and measured < len(labels):
-        notes.append(f"the ranks ended after {measured} of {len(labels)} sizes, with no error")
-    # A rank that died without a word usually caused the others' errors: it comes first.
-    silent = [f"rank {rank} exited with code {code}" for rank, code in deaths.items()
-              if rank not in errors]  # fmt: skip
-    reasons = silent + [f"rank {rank}: {message}" for rank, message in errors.items()] + notes
-    return measured, "; ".join(reasons) or None
-
-
-def _ask_to_stop(process: subprocess.Popen[bytes]) -> None:
-    if process.stdin is not None and not process.stdin.closed:
-        process.stdin.close()
-
-
-def _end(process: subprocess.Popen[bytes], kill: bool) -> int | None:
-    """Wait for a rank to exit, terminated first when `kill` (killed if it ignores that);
-    return its exit code, or None where our own signal ended it."""
-    _ask_to_stop(process)
-    sent = None
-    if kill and process.poll() is None:
-        process.terminate()
-        sent = -signal.SIGTERM
-    try:
-        code = process.wait(timeout=EXIT_GRACE_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        code, sent = process.wait(), -signal.SIGKILL
-    return None if code == sent else code
 
 
 # --- the ranks' side ---------------------------------------------------------------------------
@@ -416,69 +293,6 @@ def allreduce_rank(
         dist.destroy_process_group()
 
 
-def tensorflow_allreduce(job: AllReduceJob, on_result: OnResult, should_stop: ShouldStop) -> None:
-    """MirroredStrategy's all-reduce in replica context, as training uses it: NCCL over the local
-    GPUs, or the CPU split into logical devices with ReductionToOneDevice (NCCL needs GPUs and
-    HierarchicalCopyAllReduce assumes a GPU topology). Must run before TensorFlow initializes.
-
-    Each call is waited for by fetching one float per replica, so small sizes include
-    TensorFlow's per-call dispatch, as a training step would.
-    """
-    os.environ.update(MULTICAST_OFF)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    if job.device == "cpu":
-        tf.config.set_visible_devices([], "GPU")
-    gpus = tf.config.list_physical_devices("GPU")
-    if job.device == "cuda" and not gpus:
-        raise RuntimeError("TensorFlow sees no GPU")
-    ranks = job.ranks or len(gpus) or 2
-    if gpus and ranks > len(gpus):
-        raise RuntimeError(f"the plan asks for {ranks} GPUs; TensorFlow sees {len(gpus)}")
-    if gpus:
-        devices = [f"/gpu:{index}" for index in range(ranks)]
-        reduction: Any = tf.distribute.NcclAllReduce()
-    else:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        logical = [tf.config.LogicalDeviceConfiguration() for _ in range(ranks)]
-        tf.config.set_logical_device_configuration(cpu, logical)
-        devices = [f"/cpu:{index}" for index in range(ranks)]
-        reduction = tf.distribute.ReductionToOneDevice()
-    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=reduction)
-
-    def replica_input(floats: int, context: Any) -> Any:
-        replica = context.replica_id_in_sync_group
-        with tf.device(devices[replica]):
-            return tf.fill([floats], float(replica + 1))
-
-    def replica_step(value: Any) -> tuple[Any, Any]:
-        total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
-        return total, total[0]
-
-    @tf.function
-    def all_reduce(values: Any) -> Any:
-        return strategy.run(replica_step, args=(values,))
-
-    def step(values: Any) -> tuple[Any, ...]:
-        totals, firsts = all_reduce(values)
-        for first in strategy.experimental_local_results(firsts):
-            first.numpy()
-        return strategy.experimental_local_results(totals)
-
-    for floats in job.floats:
-        if should_stop():
-            break
-        values = strategy.experimental_distribute_values_from_function(
-            partial(replica_input, floats)
-        )
-        expected = ranks * (ranks + 1) / 2
-        if not all(tf.reduce_all(total == expected) for total in step(values)):
-            raise RuntimeError(f"all-reduce of {floats} floats is wrong: expected {expected}")
-        times = wall_clock_times(partial(step, values), lambda: None, job.budget(bool(gpus)))
-        on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", ranks, times))
-
-
 # --- the child process -------------------------------------------------------------------------
 
 
@@ -507,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if job.framework == "tensorflow":
+            from dltui.bench.kernels.allreduce_tf import tensorflow_allreduce
+
             tensorflow_allreduce(job, on_result, _stdin_closed)
         else:
             host, port = args.master.rsplit(":", 1)

@@ -1,0 +1,141 @@
+"""Rank processes: start them, watch them, stop them, and say why a run failed.
+
+Used wherever a framework's collective engine needs one process per GPU (all-reduce now,
+data-parallel training next). Ranks report JSON lines on one shared pipe; the first failure
+ends the run at once, because the survivors of a dead peer can block in a collective until
+their timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+
+from dltui.protocol.messages import KernelResult
+
+OnResult = Callable[[KernelResult], None]
+OnProgress = Callable[[int, int, str], None]
+ShouldStop = Callable[[], bool]
+
+EXIT_GRACE_S = 10.0
+
+
+def free_port() -> int:
+    """A loopback port free right now, for rank 0's rendezvous store. Another process could take
+    it before rank 0 binds it; the run then fails with rank 0's error, it does not hang."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def supervise(
+    commands: list[list[str]],
+    labels: list[str],
+    silence_s: float,
+    reports: bool,
+    on_result: OnResult,
+    on_progress: OnProgress,
+    should_stop: ShouldStop,
+) -> tuple[int, str | None]:
+    """Run the ranks to the end; return how many sizes were measured and why the run failed.
+    Each result announces the next size: `on_progress(done, len(labels), label)`. Without
+    `reports` (no global rank 0 here) no result is expected, so none missing is a failure.
+
+    All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
+    interleave). The first failure ends the run at once: the other ranks are terminated, not
+    waited for, because the survivors of a dead peer may block in a collective until timeout.
+    """
+    reader, writer = os.pipe()
+    processes: list[subprocess.Popen[bytes]] = []
+    errors: dict[int, str] = {}
+    deaths: dict[int, int] = {}
+    """Ranks that exited with an error code on their own (not from our signal)."""
+    notes: list[str] = []
+    measured = 0
+    pending = b""
+    stopping = finished = False
+
+    def note_deaths() -> None:
+        for rank, process in enumerate(processes):
+            if code := process.poll():
+                deaths.setdefault(rank, code)
+
+    def handle(chunk: bytes) -> None:
+        nonlocal measured, pending
+        *lines, pending = (pending + chunk).split(b"\n")
+        for event in map(json.loads, lines):
+            if event["event"] == "result":
+                on_result(KernelResult(**event["result"]))
+                measured += 1
+                if measured < len(labels) and not stopping:
+                    on_progress(measured, len(labels), labels[measured])
+            else:
+                errors.setdefault(event["rank"], event["message"])
+
+    on_progress(0, len(labels), labels[0])
+    try:
+        try:  # stdout=2: a stray print must never reach a worker's frame stream
+            for command in commands:
+                args = [*command, "--report-fd", str(writer)]
+                processes.append(
+                    subprocess.Popen(args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,))
+                )
+        finally:
+            os.close(writer)  # from now on, end of file means every rank has ended
+        last_news = time.monotonic()
+        while not (errors or deaths or notes):
+            if not stopping and should_stop():
+                stopping = True
+                for process in processes:
+                    _ask_to_stop(process)
+            chunk = os.read(reader, 65536) if select.select([reader], [], [], 0.1)[0] else None
+            note_deaths()
+            if chunk == b"":
+                break
+            if chunk:
+                last_news = time.monotonic()
+                handle(chunk)
+            if time.monotonic() - last_news > silence_s:
+                notes.append(f"no report from any rank for {silence_s:.0f} s")
+        finished = not (errors or deaths or notes)
+    finally:
+        for rank, process in enumerate(processes):
+            if code := _end(process, kill=not finished):
+                deaths.setdefault(rank, code)
+        while chunk := os.read(reader, 65536):  # what the ranks wrote before they ended
+            handle(chunk)
+        os.close(reader)
+    if reports and not (errors or deaths or stopping) and measured < len(labels):
+        notes.append(f"the ranks ended after {measured} of {len(labels)} sizes, with no error")
+    # A rank that died without a word usually caused the others' errors: it comes first.
+    silent = [f"rank {rank} exited with code {code}" for rank, code in deaths.items()
+              if rank not in errors]  # fmt: skip
+    reasons = silent + [f"rank {rank}: {message}" for rank, message in errors.items()] + notes
+    return measured, "; ".join(reasons) or None
+
+
+def _ask_to_stop(process: subprocess.Popen[bytes]) -> None:
+    if process.stdin is not None and not process.stdin.closed:
+        process.stdin.close()
+
+
+def _end(process: subprocess.Popen[bytes], kill: bool) -> int | None:
+    """Wait for a rank to exit, terminated first when `kill` (killed if it ignores that);
+    return its exit code, or None where our own signal ended it."""
+    _ask_to_stop(process)
+    sent = None
+    if kill and process.poll() is None:
+        process.terminate()
+        sent = -signal.SIGTERM
+    try:
+        code = process.wait(timeout=EXIT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        code, sent = process.wait(), -signal.SIGKILL
+    return None if code == sent else code
