@@ -27,7 +27,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str =
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(0.01)
+        time.sleep(0.01)  # ok: the polling interval of a wait for a condition
 
 
 @dataclass

@@ -18,90 +18,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltui.protocol.messages import GpuInfo, GpuSample, GpuState
+from dltui.telemetry.nvml_reads import (
+    ALL_LINKS,
+    FAST_GROUPS,
+    GPM_METRICS,
+    GPM_MIN_INTERVAL,
+    INIT_REASONS,
+    KB,
+    KIB,
+    SIMPLE_READS,
+    SLOW_INTERVALS,
+    SLOW_SIMPLE_READS,
+    VALUE_MEMBERS,
+)
 
 log = logging.getLogger(__name__)
-
-GPM_MIN_INTERVAL = 0.1
-"""Seconds between two GPM samples; NVML's metrics are noise over shorter spans."""
-
-ALL_LINKS = 0xFFFFFFFF
-"""scopeId UINT_MAX: nvml.h defines it as the NVLink throughput counter summed over all links."""
-
-_KIB = 1024  # NVLink throughput field counters count KiB
-_KB = 1000  # nvmlDeviceGetPcieThroughput answers KB/s
-# GPM PCIe/NVLink rates: pynvml's comments say MiB/s, but against copies of known size on the
-# H200 they read as MB/s (DESIGN.md, "What the hardware here exposes").
-_MB = 1_000_000
-
-# field -> (pynvml metric constant, factor to the unit in protocol.fields)
-_GPM_METRICS: dict[str, tuple[str, float]] = {
-    "sm_active": ("NVML_GPM_METRIC_SM_UTIL", 1.0),
-    "sm_occupancy": ("NVML_GPM_METRIC_SM_OCCUPANCY", 1.0),
-    "tensor_active": ("NVML_GPM_METRIC_ANY_TENSOR_UTIL", 1.0),
-    "dram_active": ("NVML_GPM_METRIC_DRAM_BW_UTIL", 1.0),
-    "pcie_tx": ("NVML_GPM_METRIC_PCIE_TX_PER_SEC", _MB),
-    "pcie_rx": ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", _MB),
-    "nvlink_tx": ("NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", _MB),
-    "nvlink_rx": ("NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", _MB),
-}
-
-# Reads of one number: field -> (NVML function, pynvml constants passed after the handle,
-# divisor to the unit in protocol.fields).
-_SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
-    "power": ("nvmlDeviceGetPowerUsage", (), 1000),  # mW
-    "power_limit": ("nvmlDeviceGetEnforcedPowerLimit", (), 1000),  # mW
-    "energy": ("nvmlDeviceGetTotalEnergyConsumption", (), 1000),  # mJ
-    "temp": ("nvmlDeviceGetTemperature", ("NVML_TEMPERATURE_GPU",), 1),
-    "clock_sm": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM",), 1),
-    "clock_mem": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM",), 1),
-    "ecc_corrected": (
-        "nvmlDeviceGetTotalEccErrors",
-        ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
-        1,
-    ),
-    "ecc_uncorrected": (
-        "nvmlDeviceGetTotalEccErrors",
-        ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"),
-        1,
-    ),
-}
-
-# Reads of one number taken on the slow thread: the energy counter took 3 ms (up to 18 ms) a
-# call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML call is a VM
-# exit, and change too slowly to be worth that ten times a second.
-_SLOW_SIMPLE_READS = ("energy", "power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected")
-
-# How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
-# nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
-# GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
-# counters lose nothing by being read less often, and GPM averages over the interval anyway.
-SLOW_INTERVALS = {
-    "gpm": 0.5,
-    "nvlink": 0.5,
-    "pcie": 0.5,
-    "energy": 5.0,
-    **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
-}
-
-# Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
-_FAST_GROUPS: dict[str, tuple[str, ...]] = {
-    "util": ("util_gpu", "util_mem"),
-    "memory": ("mem_used", "mem_total"),
-    **{name: (name,) for name in _SIMPLE_READS if name not in _SLOW_SIMPLE_READS},
-    "throttle": ("throttle",),
-}
-
-# c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
-_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
-
-_INIT_REASONS = {
-    "NVMLError_LibraryNotFound": "NVML library not found: no NVIDIA driver on this machine",
-    "NVMLError_DriverNotLoaded": "NVIDIA driver not loaded: NVML cannot reach any GPU",
-    "NVMLError_NoPermission": "no permission to use NVML",
-    "NVMLError_LibRmVersionMismatch": (
-        "NVML library and kernel driver versions differ: reload the driver or reboot"
-    ),
-}
 
 
 class _Missing(Exception):
@@ -209,7 +140,7 @@ class NvmlGateway:
                 log.debug("nvmlShutdown failed: %s", exc)
 
     def _init_reason(self, exc: BaseException) -> str:
-        for name, reason in _INIT_REASONS.items():
+        for name, reason in INIT_REASONS.items():
             if self._is(exc, name):
                 return reason
         return f"NVML failed to start: {exc}"
@@ -238,7 +169,7 @@ class NvmlGateway:
         )
         metrics = {
             name: getattr(self._nvml, constant)
-            for name, (constant, _) in _GPM_METRICS.items()
+            for name, (constant, _) in GPM_METRICS.items()
             if hasattr(self._nvml, constant)
         }
         return _Device(index, handle, info, active_links=links, gpm_metrics=metrics if gpm else {})
@@ -265,12 +196,12 @@ class NvmlGateway:
             return GpuSample(index=dev.index, state=dev.state, values={})
         values: dict[str, float] = {}
         errors: dict[str, str] = {}
-        for group, fields in _FAST_GROUPS.items():
+        for group, fields in FAST_GROUPS.items():
             if group in dev.unsupported:
                 continue
             try:
-                if group in _SIMPLE_READS:
-                    values[group] = self._read_simple(dev, *_SIMPLE_READS[group])
+                if group in SIMPLE_READS:
+                    values[group] = self._read_simple(dev, *SIMPLE_READS[group])
                 else:
                     values.update(getattr(self, f"_read_{group}")(dev))
             except (_Missing, self._nvml.NVMLError) as exc:
@@ -339,8 +270,8 @@ class NvmlGateway:
             dev.nvlink_rate = {}  # counters reset (driver reload): start over
             return {}
         dev.nvlink_rate = {
-            "nvlink_tx": (totals[0] - previous[1]) * _KIB / seconds,
-            "nvlink_rx": (totals[1] - previous[2]) * _KIB / seconds,
+            "nvlink_tx": (totals[0] - previous[1]) * KIB / seconds,
+            "nvlink_rx": (totals[1] - previous[2]) * KIB / seconds,
         }
         return dict(dev.nvlink_rate)
 
@@ -363,7 +294,7 @@ class NvmlGateway:
                 # Field counters only where GPM cannot give NVLink rates in its one call.
                 "nvlink": bool(dev.active_links) and not self._gpm_has(dev, "nvlink_tx"),
                 "pcie": not self._gpm_has(dev, "pcie_tx", "pcie_rx"),
-                **dict.fromkeys(_SLOW_SIMPLE_READS, True),
+                **dict.fromkeys(SLOW_SIMPLE_READS, True),
             }
             for group, wanted_here in wanted.items():
                 if wanted_here and self._usable(dev, group) and self._due(dev, group, now):
@@ -407,8 +338,8 @@ class NvmlGateway:
             out.setdefault(dev.index, {}).update(values)
 
     def _slow_reader(self, group: str) -> Callable[[_Device], dict[str, float]]:
-        if group in _SIMPLE_READS:
-            return lambda dev: {group: self._read_simple(dev, *_SIMPLE_READS[group])}
+        if group in SIMPLE_READS:
+            return lambda dev: {group: self._read_simple(dev, *SIMPLE_READS[group])}
         return getattr(self, f"_read_{group}")
 
     def _read_gpm(self, dev: _Device) -> dict[str, float]:
@@ -447,7 +378,7 @@ class NvmlGateway:
             result = request.metrics[position]
             if result.nvmlReturn == 0:
                 if math.isfinite(result.value):
-                    values[name] = result.value * _GPM_METRICS[name][1]
+                    values[name] = result.value * GPM_METRICS[name][1]
             elif self._kind(self._nvml.NVMLError(result.nvmlReturn)) == "unsupported":
                 del dev.gpm_metrics[name]
         return values
@@ -457,7 +388,7 @@ class NvmlGateway:
         nvml = self._nvml
         tx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_TX_BYTES)
         rx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
-        return {"pcie_tx": tx * _KB, "pcie_rx": rx * _KB}
+        return {"pcie_tx": tx * KB, "pcie_rx": rx * KB}
 
     # --- errors ------------------------------------------------------------------------------
 
@@ -505,7 +436,7 @@ class NvmlGateway:
 
 
 def _field_value(entry: Any) -> int:
-    member = _VALUE_MEMBERS[entry.valueType] if entry.valueType < len(_VALUE_MEMBERS) else "ullVal"
+    member = VALUE_MEMBERS[entry.valueType] if entry.valueType < len(VALUE_MEMBERS) else "ullVal"
     return getattr(entry.value, member)
 
 

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dltui.protocol.messages import GpuSample, Inventory, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
-from dltui.telemetry.nvml import GPM_MIN_INTERVAL, SLOW_INTERVALS, NvmlGateway
+from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 import pytest
 
 from dltui.protocol.fields import GPU_FIELDS
-from dltui.telemetry.nvml import ALL_LINKS, SLOW_INTERVALS, NvmlGateway
+from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.nvml_reads import ALL_LINKS, SLOW_INTERVALS
 
 # --- a small pynvml look-alike: same names, signatures and error classes --------------------
 

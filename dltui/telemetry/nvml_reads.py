@@ -1,0 +1,89 @@
+"""What the agent reads from NVML, in which units, and how often: the gateway's tables.
+
+Kept apart from the gateway (nvml.py) so that the choice of fields and cadences, which were
+measured on the H200 machines (docs/results/telemetry-h200.md), reads in one place.
+"""
+
+from __future__ import annotations
+
+GPM_MIN_INTERVAL = 0.1
+"""Seconds between two GPM samples; NVML's metrics are noise over shorter spans."""
+
+ALL_LINKS = 0xFFFFFFFF
+"""scopeId UINT_MAX: nvml.h defines it as the NVLink throughput counter summed over all links."""
+
+KIB = 1024  # NVLink throughput field counters count KiB
+KB = 1000  # nvmlDeviceGetPcieThroughput answers KB/s
+# GPM PCIe/NVLink rates: pynvml's comments say MiB/s, but against copies of known size on the
+# H200 they read as MB/s (DESIGN.md, "What the hardware here exposes").
+MB = 1_000_000
+
+# field -> (pynvml metric constant, factor to the unit in protocol.fields)
+GPM_METRICS: dict[str, tuple[str, float]] = {
+    "sm_active": ("NVML_GPM_METRIC_SM_UTIL", 1.0),
+    "sm_occupancy": ("NVML_GPM_METRIC_SM_OCCUPANCY", 1.0),
+    "tensor_active": ("NVML_GPM_METRIC_ANY_TENSOR_UTIL", 1.0),
+    "dram_active": ("NVML_GPM_METRIC_DRAM_BW_UTIL", 1.0),
+    "pcie_tx": ("NVML_GPM_METRIC_PCIE_TX_PER_SEC", MB),
+    "pcie_rx": ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", MB),
+    "nvlink_tx": ("NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", MB),
+    "nvlink_rx": ("NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", MB),
+}
+
+# Reads of one number: field -> (NVML function, pynvml constants passed after the handle,
+# divisor to the unit in protocol.fields).
+SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "power": ("nvmlDeviceGetPowerUsage", (), 1000),  # mW
+    "power_limit": ("nvmlDeviceGetEnforcedPowerLimit", (), 1000),  # mW
+    "energy": ("nvmlDeviceGetTotalEnergyConsumption", (), 1000),  # mJ
+    "temp": ("nvmlDeviceGetTemperature", ("NVML_TEMPERATURE_GPU",), 1),
+    "clock_sm": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM",), 1),
+    "clock_mem": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM",), 1),
+    "ecc_corrected": (
+        "nvmlDeviceGetTotalEccErrors",
+        ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
+        1,
+    ),
+    "ecc_uncorrected": (
+        "nvmlDeviceGetTotalEccErrors",
+        ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"),
+        1,
+    ),
+}
+
+# Reads of one number taken on the slow thread: the energy counter took 3 ms (up to 18 ms) a
+# call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML call is a VM
+# exit, and change too slowly to be worth that ten times a second.
+SLOW_SIMPLE_READS = ("energy", "power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected")
+
+# How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
+# nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
+# GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
+# counters lose nothing by being read less often, and GPM averages over the interval anyway.
+SLOW_INTERVALS = {
+    "gpm": 0.5,
+    "nvlink": 0.5,
+    "pcie": 0.5,
+    "energy": 5.0,
+    **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
+}
+
+# Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
+FAST_GROUPS: dict[str, tuple[str, ...]] = {
+    "util": ("util_gpu", "util_mem"),
+    "memory": ("mem_used", "mem_total"),
+    **{name: (name,) for name in SIMPLE_READS if name not in SLOW_SIMPLE_READS},
+    "throttle": ("throttle",),
+}
+
+# c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
+VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+
+INIT_REASONS = {
+    "NVMLError_LibraryNotFound": "NVML library not found: no NVIDIA driver on this machine",
+    "NVMLError_DriverNotLoaded": "NVIDIA driver not loaded: NVML cannot reach any GPU",
+    "NVMLError_NoPermission": "no permission to use NVML",
+    "NVMLError_LibRmVersionMismatch": (
+        "NVML library and kernel driver versions differ: reload the driver or reboot"
+    ),
+}
