@@ -57,6 +57,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui agent --listen HOST:PORT | --stdio   run an agent on a server\n"
             "  dltui probe AGENT [--json]                 print an agent's inventory and a sample\n"
             "  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table\n"
+            "  dltui record -o FILE [AGENT ...]           record agents' frames to a file\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -148,6 +149,19 @@ def _bench_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _record_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui record",
+        description="Record every frame from agents to a file, headless (for cron and CI).",
+    )
+    parser.add_argument("agents", nargs="*", type=_target, metavar="AGENT", help="default: local")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
+    _secret_option(parser)
+    return parser
+
+
 def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
     if path is None:
         return None
@@ -205,6 +219,18 @@ def _run_bench(argv: list[str]) -> int:
     return run(targets, plan, secret, args.json, args.rendezvous)
 
 
+def _run_record(argv: list[str]) -> int:
+    parser = _record_parser()
+    args = parser.parse_args(argv)
+    if args.duration is not None and not args.duration > 0:
+        parser.error("--duration must be a positive number of seconds")
+    secret = _secret(parser, args.secret_file)
+    from dltui.recording.record import run
+
+    targets = list(dict.fromkeys(args.agents)) or [Target("local")]
+    return run(targets, args.output, args.duration, secret, args.rate)
+
+
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
@@ -223,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         "agent": _run_agent,
         "probe": _run_probe,
         "bench": _run_bench,
+        "record": _run_record,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])

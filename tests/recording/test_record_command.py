@@ -1,0 +1,62 @@
+"""`dltui record` against a real agent: a timed run, SIGTERM, and kill -9 of the recorder."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+from dltui.protocol.messages import Link, Sample, Welcome
+from dltui.recording.reader import RecordingReader
+from tests.conftest import ROOT, dltui_command, wait_for
+
+
+def records_of(path):
+    reader = RecordingReader(path)
+    return reader, reader.read_all()
+
+
+def test_a_timed_recording_holds_the_session(agent_factory, tmp_path):
+    agent = agent_factory()
+    path = tmp_path / "timed.dlrec"
+    command = dltui_command("record", "-o", str(path), "--duration", "2", agent.address)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    reader, records = records_of(path)
+    assert reader.damage == [] and reader.header.sources == {agent.address: agent.address}
+    kinds = [type(record.message) for record in records]
+    assert Welcome in kinds and Link in kinds
+    samples = [r for r in records if isinstance(r.message, Sample)]
+    assert 12 <= len(samples) <= 25  # 2 s at 10 Hz, less the connection's start
+    assert all(r.source == agent.address for r in records)
+    assert f"{len(records)} frames" in result.stderr
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert refused.returncode == 2 and "never overwritten" in refused.stderr
+
+
+def test_sigterm_closes_the_file_cleanly(agent_factory, tmp_path):
+    agent = agent_factory()
+    path = tmp_path / "stopped.dlrec"
+    recorder = subprocess.Popen(
+        dltui_command("record", "-o", str(path), agent.address), cwd=ROOT,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_for(lambda: path.exists() and path.stat().st_size > 2000, timeout=30, what="samples")
+    recorder.send_signal(signal.SIGTERM)
+    assert recorder.wait(timeout=30) == 0
+    reader, records = records_of(path)
+    assert reader.damage == [] and any(isinstance(r.message, Sample) for r in records)
+
+
+def test_kill_9_loses_at_most_the_last_second(agent_factory, tmp_path):
+    agent = agent_factory()
+    path = tmp_path / "killed.dlrec"
+    recorder = subprocess.Popen(dltui_command("record", "-o", str(path), agent.address), cwd=ROOT)
+    wait_for(lambda: path.exists() and path.stat().st_size > 6000, timeout=30, what="samples")
+    killed_at = time.time()
+    recorder.kill()
+    recorder.wait(timeout=10)
+    reader, records = records_of(path)
+    samples = [r for r in records if isinstance(r.message, Sample)]
+    assert samples and killed_at - samples[-1].received <= 1.0
+    assert all(d.reason == "file ends inside a record" for d in reader.damage)
