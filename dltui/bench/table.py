@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dltui.formatting import fmt_duration
+from dltui.formatting import fmt_duration, fmt_rate
 from dltui.protocol.messages import KernelResult
 
 HEADER = (
@@ -18,7 +18,7 @@ def rate_text(result: KernelResult) -> str:
             return f"{result.tflops * 1000:.1f} GFLOP/s"
         return f"{result.tflops:.1f} TFLOP/s"
     if result.gbps is not None:
-        return f"{result.gbps:.1f} GB/s"
+        return fmt_rate(result.gbps * 1e9)
     return "–"
 
 
@@ -32,7 +32,7 @@ def format_row(result: KernelResult) -> str:
             f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
             f"{result.precision:<5} error: {result.error}"
         )
-    busbw = f"{result.busbw_gbps:.1f} GB/s" if result.busbw_gbps is not None else ""
+    busbw = fmt_rate(result.busbw_gbps * 1e9) if result.busbw_gbps is not None else ""
     return (
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
         f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
