@@ -58,6 +58,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui probe AGENT [--json]                 print an agent's inventory and a sample\n"
             "  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table\n"
             "  dltui record -o FILE [AGENT ...]           record agents' frames to a file\n"
+            "  dltui replay FILE [FILE ...]               replay recordings side by side\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -231,6 +232,24 @@ def _run_record(argv: list[str]) -> int:
     return run(targets, args.output, args.duration, secret, args.rate)
 
 
+def _run_replay(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dltui replay",
+        description="Replay recordings in the TUI, side by side, each server named by its file.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    args = parser.parse_args(argv)
+    from dltui.recording.format import RecordingError
+    from dltui.tui.replay_app import create_replay_app
+
+    try:
+        app = create_replay_app(args.files)
+    except RecordingError as exc:
+        parser.error(str(exc))
+    app.run()
+    return app.return_code or 0
+
+
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
@@ -250,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "probe": _run_probe,
         "bench": _run_bench,
         "record": _run_record,
+        "replay": _run_replay,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])

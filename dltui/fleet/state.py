@@ -174,6 +174,15 @@ class Fleet:
             server.last_error = f"{message.code}: {message.message}"
         self.version += 1
 
+    def reset(self) -> None:
+        """Forget everything the frames said, keeping each server (the UI holds them): a replay
+        seeking backwards rebuilds the state from the start."""
+        for source, server in self.servers.items():
+            fresh = ServerView(source)
+            for name in ServerView.__dataclass_fields__:
+                setattr(server, name, getattr(fresh, name))
+        self.version += 1
+
     def summary(self) -> dict[str, int]:
         """How many servers are in each link state."""
         counts: dict[str, int] = {}

@@ -1,0 +1,55 @@
+"""The replay TUI driven by Pilot: keys move the shown time as a user expects."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from dltui.tui.replay_app import create_replay_app
+from tests.conftest import ROOT, dltui_command
+from tests.tui.test_app import screen_text, wait_for_text, wait_until
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+async def test_pause_seek_speed_and_next_case():
+    app = create_replay_app([FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"])
+    replay = app.replay
+    async with app.run_test(size=(130, 40)) as pilot:
+        await wait_for_text(pilot, r"▶ 1× +00:0\d / 00:2\d")
+        text = screen_text(app)
+        assert "h200x2-kernels/127.0.0.1:7070" in text and "cpu-kernels/127.0.0.1:7070" in text
+        await pilot.press("space")
+        paused_at = replay.position
+        await wait_for_text(pilot, "⏸")
+        await pilot.pause(0.3)
+        assert replay.position == paused_at  # paused: the time stands still
+
+        await pilot.press("right_square_bracket")
+        assert replay.position == min(paused_at + 10, replay.length)
+        await pilot.press("left_square_bracket")
+        assert replay.position == max(min(paused_at + 10, replay.length) - 10, 0)
+
+        await pilot.press("plus", "plus")
+        assert replay.speed == 4.0
+        await wait_for_text(pilot, "⏸ 4×")
+        await pilot.press("0")
+        assert replay.position == 0
+        await pilot.press("n")  # the first benchmark case
+        await wait_for_text(pilot, r"job \w+ · running")
+        await pilot.press("space")
+        start = replay.position
+        await wait_until(pilot, lambda: replay.position > start + 1.0)  # 4× real time
+
+        await pilot.press("9")
+        assert replay.position >= replay.length * 0.9  # and on from there: it is playing
+        await wait_until(pilot, lambda: not replay.playing)  # it plays to the end and stops
+        await wait_for_text(pilot, r"job \w+ · done")
+
+
+def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path):
+    bogus = tmp_path / "notes.dlrec"
+    bogus.write_text("not a recording")
+    result = subprocess.run(dltui_command("replay", str(bogus)), capture_output=True, text=True,
+                            cwd=ROOT, timeout=60)  # fmt: skip
+    assert result.returncode == 2 and "not a dltui recording" in result.stderr
