@@ -59,6 +59,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table\n"
             "  dltui record -o FILE [AGENT ...]           record agents' frames to a file\n"
             "  dltui replay FILE [FILE ...]               replay recordings side by side\n"
+            "  dltui export FILE --format csv|json -o OUT tidy tables of a recording\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -250,6 +251,28 @@ def _run_replay(argv: list[str]) -> int:
     return app.return_code or 0
 
 
+def _run_export(argv: list[str]) -> int:
+    from dltui.recording.export import FORMATS, ExportError, export
+    from dltui.recording.format import RecordingError
+
+    parser = argparse.ArgumentParser(
+        prog="dltui export",
+        description="Telemetry and benchmark results of recordings as tidy tables.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("--format", choices=FORMATS, default="csv")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="a directory (csv, parquet) or a file"
+    )
+    args = parser.parse_args(argv)
+    try:
+        telemetry, results = export(args.files, args.format, args.output)
+    except (RecordingError, ExportError) as exc:
+        parser.error(str(exc))
+    print(f"dltui export: {telemetry} telemetry rows, {results} results → {args.output}")
+    return 0
+
+
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
@@ -270,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": _run_bench,
         "record": _run_record,
         "replay": _run_replay,
+        "export": _run_export,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])
