@@ -14,12 +14,12 @@ import sys
 import time
 from pathlib import Path
 
+from dltui import version
 from dltui.client.connection import AgentConnection
 from dltui.client.target import Target
 from dltui.formatting import fmt_bytes
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
-from dltui.telemetry.inventory import distribution_version
 
 
 async def record(
@@ -30,7 +30,7 @@ async def record(
     rate_hz: float,
 ) -> int:
     header = Header(
-        dltui=distribution_version("dltui") or "dev",
+        dltui=version(),
         started=time.time(),
         sources={target.label: target.label for target in targets},
     )

@@ -14,6 +14,7 @@ from importlib import metadata
 
 import psutil
 
+from dltui import version
 from dltui.protocol.messages import Inventory
 from dltui.telemetry.nvml import NvmlGateway
 
@@ -39,7 +40,7 @@ def build_inventory(gateway: NvmlGateway) -> Inventory:
         nvml_error=gateway.error,
         frameworks=installed_frameworks(),
         python=platform.python_version(),
-        dltui=distribution_version("dltui") or "dev",
+        dltui=version(),
     )
 
 

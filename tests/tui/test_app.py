@@ -265,3 +265,26 @@ async def test_help_opens_and_closes_and_q_quits() -> None:
         await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running)
+
+
+async def test_r_records_what_the_screen_shows(tmp_path, monkeypatch):
+    from dltui.protocol.messages import Sample as SampleMessage
+    from dltui.recording.reader import RecordingReader
+
+    monkeypatch.chdir(tmp_path)
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_text(pilot, r"│ cpu [^\n│]* \d+% │")  # live before the recording starts
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "● REC dltui-" in app.sub_title)
+        recorder = app.recorder
+        assert recorder is not None
+        await wait_until(pilot, lambda: recorder.records >= 15)
+        await pilot.press("r")
+        assert app.recorder is None and "REC" not in app.sub_title
+    (path,) = tmp_path.glob("dltui-*.dlrec")
+    records = RecordingReader(path).read_all()
+    kinds = [record.message.TYPE for record in records]
+    # Started mid-session, it still begins with who the server is and how it is connected.
+    assert kinds[:2] == ["welcome", "link"]
+    assert sum(isinstance(r.message, SampleMessage) for r in records) >= 10

@@ -17,6 +17,8 @@ HELP = """\
   [b]ctrl+p[/b]    command palette (theme, keys, screenshot)
   ← →       one server left, right; home, end: first, last
   tab ↑ ↓   focus a column, scroll its GPUs
+  [b]r[/b]         record every frame to dltui-DATE-TIME.dlrec here; [b]r[/b] again stops
+  in [b]dltui replay[/b]: [b]space[/b] play/pause, [b]+ -[/b] speed, [b][ ][/b] ∓10 s, [b]0-9[/b] jump, [b]n[/b] next case
 
 [b]Header[/b]
   hostname, GPU model × count, link state (live, connecting, offline since…, auth failed),
