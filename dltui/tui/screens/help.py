@@ -18,7 +18,8 @@ HELP = """\
   ← →       one server left, right; home, end: first, last
   tab ↑ ↓   focus a column, scroll its GPUs
   [b]r[/b]         record every frame to dltui-DATE-TIME.dlrec here; [b]r[/b] again stops
-  in [b]dltui replay[/b]: [b]space[/b] play/pause, [b]+ -[/b] speed, [b][ ][/b] ∓10 s, [b]0-9[/b] jump, [b]n[/b] next case
+  replays:  [b]space[/b] play/pause, [b]+ -[/b] speed, [b]\\[ ][/b] ∓10 s, [b]0-9[/b] jump,
+            [b]n[/b] the next benchmark case
 
 [b]Header[/b]
   hostname, GPU model × count, link state (live, connecting, offline since…, auth failed),
