@@ -60,6 +60,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui record -o FILE [AGENT ...]           record agents' frames to a file\n"
             "  dltui replay FILE [FILE ...]               replay recordings side by side\n"
             "  dltui export FILE --format csv|json -o OUT tidy tables of a recording\n"
+            "  dltui report FILE [FILE ...] -o DIR        Markdown/HTML report with plots\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -273,6 +274,28 @@ def _run_export(argv: list[str]) -> int:
     return 0
 
 
+def _run_report(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dltui report",
+        description="A Markdown and HTML report with PNG plots from recordings.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    args = parser.parse_args(argv)
+    from dltui.recording.format import RecordingError
+
+    try:
+        from dltui.recording.report import write_report
+
+        index = write_report(args.files, args.output)
+    except ImportError as exc:
+        parser.error(f"the report needs matplotlib (pip install 'dltui[report]'): {exc}")
+    except RecordingError as exc:
+        parser.error(str(exc))
+    print(f"dltui report: {index} and {index.with_suffix('.html')}")
+    return 0
+
+
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
@@ -294,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "record": _run_record,
         "replay": _run_replay,
         "export": _run_export,
+        "report": _run_report,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])
