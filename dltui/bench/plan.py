@@ -72,8 +72,15 @@ def _cluster_problems(plan: KernelPlan) -> list[str]:
     problems = []
     if plan.kinds != ["allreduce"]:
         problems.append("only all-reduce runs across servers; run the other kinds per server")
-    if plan.framework != "torch":
-        problems.append("runs across servers use torch.distributed (framework torch)")
+    if plan.framework == "tensorflow" and len(role.peers) != role.world:
+        problems.append(
+            f"a TensorFlow run across servers needs every worker's address ({role.world}), "
+            f"got {len(role.peers)}"
+        )
+    for peer in role.peers:
+        host, _, port = peer.rpartition(":")
+        if not (_HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536):
+            problems.append(f"worker address {peer!r} is not HOST:PORT")
     if not _HOST.fullmatch(role.master_addr):
         problems.append(f"rendezvous host {role.master_addr!r} is not a host name or address")
     if not 0 < role.master_port < 65536:

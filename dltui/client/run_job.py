@@ -153,8 +153,9 @@ async def _follow(agents: list[_Agent], scale_out: bool, json_out: Path | None) 
     if scale_out:
         role = agents[0].plan.cluster
         assert role is not None
-        print(f"# one all-reduce over {role.world} ranks; rendezvous "
-              f"{role.master_addr}:{role.master_port}")  # fmt: skip
+        where = ", ".join(role.peers) or f"{role.master_addr}:{role.master_port}"
+        unit = "TensorFlow workers" if role.peers else "ranks"
+        print(f"# one all-reduce over {role.world} {unit}; rendezvous {where}")
     print(f"{'server':<24} {HEADER}" if several else HEADER)
     inbox: asyncio.Queue[tuple[_Agent, Message | BaseException]] = asyncio.Queue()
 

@@ -26,7 +26,16 @@ def assign_ranks(
     rendezvous: tuple[str, int] | None = None,
 ) -> list[KernelPlan]:
     """Each agent's plan: its global ranks (one per GPU, or `plan.gpus` each), in order,
-    with rank 0 on the first agent."""
+    with rank 0 on the first agent. TensorFlow runs one worker per agent instead, each
+    listening on the rendezvous port plus its index, on the address the client reached it by."""
+    if plan.framework == "tensorflow":
+        port = rendezvous[1] if rendezvous else DEFAULT_RENDEZVOUS_PORT
+        peers = [f"{rendezvous_host(target)}:{port + i}" for i, target in enumerate(targets)]
+        host = rendezvous_host(targets[0])
+        return [
+            replace(plan, cluster=ClusterRole(host, port, i, 1, len(targets), peers))
+            for i in range(len(targets))
+        ]
     counts = [
         plan.gpus or len(inventory.gpus) or CPU_RANKS
         if plan.device != "cpu"

@@ -90,9 +90,12 @@ class ClusterRole:
     """Where global rank 0's agent can be reached by the others."""
     master_port: int
     rank_offset: int
-    """The global rank of this agent's first local rank."""
+    """The global rank of this agent's first local rank (TensorFlow: its worker index)."""
     local_ranks: int
     world: int
+    """torch: ranks over all agents. TensorFlow: workers, one per agent."""
+    peers: list[str] = field(default_factory=list)
+    """TensorFlow: every agent's worker address HOST:PORT, in order (its TF_CONFIG cluster)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,45 @@ def test_all_reduce_across_two_agents(agent_factory, tmp_path):
         assert row["gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["gbps"])  # n = 2
 
 
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free loopback ports (TensorFlow's workers use base+i)."""
+    for _ in range(20):
+        base = free_port()
+        probes = []
+        try:
+            for offset in range(count):
+                probe = socket.socket()
+                probes.append(probe)
+                probe.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+    raise AssertionError("no run of free ports")
+
+
+def test_tensorflow_all_reduce_across_two_agents(agent_factory, tmp_path):
+    pytest.importorskip("tensorflow")
+    first, second = agent_factory(), agent_factory()
+    out = tmp_path / "tf.json"
+    command = dltui_command(
+        "bench", "kernels", "--framework", "tensorflow", "--kind", "allreduce", "--set", "tiny",
+        "--device", "cpu", "--max-seconds", "0.2", "--rendezvous", f"127.0.0.1:{free_ports(2)}",
+        "--agent", first.address, "--agent", second.address, "--json", str(out),
+    )  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=240)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert [agent["state"] for agent in report["agents"]] == ["done", "done"]
+    assert all(row["server"].endswith(first.address) for row in report["results"])
+    assert len(report["results"]) == 2  # the tiny set's two sizes, from worker 0 only
+    for row in report["results"]:
+        assert row["framework"] == "tensorflow" and row["error"] is None
+        assert row["shape"].endswith("×2") and row["gbps"] > 0
+
+
 def test_one_agent_failing_stops_the_run_on_both(agent_factory, tmp_path):
     first, second = agent_factory(), agent_factory()
     command = bench_across(

@@ -109,7 +109,7 @@ async def test_real_local_agent_shows_this_host_live() -> None:
         text = await wait_for_text(pilot, r"│ cpu [^\n│]* \d+% │")
         assert socket.gethostname()[:30] in text  # a longer name is wrapped over lines
         assert "live" in text
-        assert "1 server · 1 live" in app.sub_title
+        await wait_until(pilot, lambda: "1 server · 1 live" in app.sub_title)
 
 
 async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:

@@ -39,11 +39,25 @@ def test_cpu_servers_gpus_option_and_rendezvous():
     assert [p.cluster.world for p in one_each] == [2, 2]
 
 
+def test_tensorflow_runs_one_worker_per_server():
+    targets = [Target("tcp", "gpu-01", 7070), Target("tcp", "gpu-02", 7070)]
+    plans = assign_ranks(replace(PLAN, framework="tensorflow"), targets, [inventory(8)] * 2,
+                         ("ignored", 30000))  # fmt: skip
+    assert [p.cluster.peers for p in plans] == [["gpu-01:30000", "gpu-02:30001"]] * 2
+    assert [(p.cluster.rank_offset, p.cluster.world) for p in plans] == [(0, 2), (1, 2)]
+    for plan in plans:
+        assert check_plan(plan) is plan
+
+
 @pytest.mark.parametrize(
     ("plan", "words"),
     [
         (replace(PLAN, kinds=["gemm", "allreduce"]), "only all-reduce"),
-        (replace(PLAN, framework="tensorflow"), "torch.distributed"),
+        (replace(PLAN, framework="tensorflow"), "every worker's address"),
+        (
+            replace(PLAN, framework="tensorflow", cluster=ClusterRole("a", 1, 0, 1, 1, ["a:x"])),
+            "not HOST:PORT",
+        ),
         (replace(PLAN, cluster=ClusterRole("a;reboot", 1, 0, 1, 2)), "not a host"),
         (replace(PLAN, cluster=ClusterRole("a", 0, 0, 1, 2)), "port"),
         (replace(PLAN, cluster=ClusterRole("a", 1, 1, 2, 2)), "do not fit"),

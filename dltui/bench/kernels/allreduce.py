@@ -107,7 +107,10 @@ def run_allreduce(
         for case in cases:
             on_result(_result(job, case, device, ranks, error=problem))
         return
-    if plan.framework == "tensorflow":
+    if plan.framework == "tensorflow" and role is not None:  # one TF worker of several
+        workers = json.dumps(role.peers)
+        commands = [_command(job, "--tf-workers", workers, "--tf-task", str(role.rank_offset))]
+    elif plan.framework == "tensorflow":
         commands = [_command(job)]
     elif role is not None:  # one server of several: global ranks, the client's rendezvous
         master = f"{role.master_addr}:{role.master_port}"
@@ -309,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", type=int, default=1)
     parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
     parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
+    parser.add_argument("--tf-workers", type=json.loads, default=None, help="TF workers' HOST:PORT")
+    parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")
     args = parser.parse_args(argv)
     job = AllReduceJob(**args.job)
     channel = os.fdopen(args.report_fd, "w", buffering=1)  # closes when the process ends
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         if job.framework == "tensorflow":
             from dltui.bench.kernels.allreduce_tf import tensorflow_allreduce
 
-            tensorflow_allreduce(job, on_result, _stdin_closed)
+            tensorflow_allreduce(job, on_result, _stdin_closed, args.tf_workers, args.tf_task)
         else:
             host, port = args.master.rsplit(":", 1)
             allreduce_rank(args.rank, args.world, host, int(port), job, on_result, _stdin_closed,

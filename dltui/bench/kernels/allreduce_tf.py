@@ -1,31 +1,43 @@
-"""All-reduce through tf.distribute's MirroredStrategy on one server. Runs in a rank process of
-its own (see allreduce.py): TensorFlow's logical devices must be set before it initializes.
+"""All-reduce through tf.distribute: MirroredStrategy on one server, MultiWorkerMirroredStrategy
+across servers. Runs in a rank process of its own (see allreduce.py): TensorFlow's devices and
+its cluster (TF_CONFIG) must be set before it initializes.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from functools import partial
+import time
 from typing import Any
 
-from dltui.bench.backends import wall_clock_times
+from dltui.bench.backends import MIN_TIMED, Budget
 from dltui.bench.kernels.allreduce import MULTICAST_OFF, AllReduceJob, _result
 from dltui.bench.ranks import OnResult, ShouldStop
 from dltui.bench.shapes import AllReduceCase
 
 
-def tensorflow_allreduce(job: AllReduceJob, on_result: OnResult, should_stop: ShouldStop) -> None:
+def tensorflow_allreduce(
+    job: AllReduceJob,
+    on_result: OnResult,
+    should_stop: ShouldStop,
+    workers: list[str] | None = None,
+    task: int = 0,
+) -> None:
     """Time TensorFlow's all-reduce in replica context, as training uses it.
 
     One server: MirroredStrategy over the local GPUs with NCCL, or the CPU split into logical
     devices with ReductionToOneDevice (NCCL needs GPUs; HierarchicalCopyAllReduce assumes a GPU
-    topology).
+    topology). Across servers (`workers`: every server's HOST:PORT; `task`: this one's index):
+    MultiWorkerMirroredStrategy, NCCL between GPUs or its ring on CPUs; worker 0 reports.
 
-    Each call is waited for by fetching one float per replica, so small sizes include
-    TensorFlow's per-call dispatch, as a training step would.
+    Each replica's buffer is a per-replica variable filled once with replica+1, so a call times
+    the collective alone; each call is waited for by fetching one float per replica.
     """
     os.environ.update(MULTICAST_OFF)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if workers:
+        cluster = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": task}}
+        os.environ["TF_CONFIG"] = json.dumps(cluster)
     import tensorflow as tf
 
     if job.device == "cpu":
@@ -33,48 +45,105 @@ def tensorflow_allreduce(job: AllReduceJob, on_result: OnResult, should_stop: Sh
     gpus = tf.config.list_physical_devices("GPU")
     if job.device == "cuda" and not gpus:
         raise RuntimeError("TensorFlow sees no GPU")
+    strategy = _strategy(tf, job, gpus, workers)
+    replicas = strategy.num_replicas_in_sync
+    local = tf.VariableSynchronization.ON_READ
+    with strategy.scope():
+        flag = tf.Variable(0.0, trainable=False, synchronization=local,
+                           aggregation=tf.VariableAggregation.SUM)  # fmt: skip
+
+    @tf.function
+    def agreed_sum(value: Any) -> Any:
+        """Σ over replicas of `value`: the ranks agree on a stop or on a loop length."""
+
+        def replica() -> Any:
+            flag.assign(value)
+            return tf.distribute.get_replica_context().all_reduce("sum", flag.read_value())
+
+        return strategy.run(replica)
+
+    def agree(value: float) -> float:
+        results = strategy.experimental_local_results(agreed_sum(tf.constant(value)))
+        return float(results[0].numpy())
+
+    for floats in job.floats:
+        if agree(float(should_stop())) > 0:
+            break  # any worker asked: all stop at the same size
+        with strategy.scope():
+            buffer = tf.Variable(tf.zeros([floats]), trainable=False, synchronization=local,
+                                 aggregation=tf.VariableAggregation.SUM)  # fmt: skip
+
+        @tf.function
+        def fill(buffer: Any = buffer) -> None:
+            def replica() -> None:
+                rank = tf.distribute.get_replica_context().replica_id_in_sync_group
+                buffer.assign(tf.fill(tf.shape(buffer), tf.cast(rank + 1, tf.float32)))
+
+            strategy.run(replica)
+
+        @tf.function
+        def all_reduce(buffer: Any = buffer) -> Any:
+            def replica() -> Any:
+                ctx = tf.distribute.get_replica_context()
+                total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, buffer.read_value())
+                return total[0], tf.reduce_all(total == total[0])
+
+            return strategy.run(replica)
+
+        def step() -> list[Any]:
+            firsts, uniform = all_reduce()
+            return [(f.numpy(), u.numpy()) for f, u in zip(
+                strategy.experimental_local_results(firsts),
+                strategy.experimental_local_results(uniform), strict=True)]  # fmt: skip
+
+        fill()
+        expected = replicas * (replicas + 1) / 2
+        if not all(first == expected and same for first, same in step()):
+            raise RuntimeError(f"all-reduce of {floats} floats is wrong: expected {expected}")
+        times = _timed(step, job.budget(bool(gpus)), agree)
+        if task == 0:
+            on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", replicas,
+                              times))  # fmt: skip
+
+
+def _strategy(tf: Any, job: AllReduceJob, gpus: list[Any], workers: list[str] | None) -> Any:
+    if workers:
+        kinds = tf.distribute.experimental.CommunicationImplementation
+        options = tf.distribute.experimental.CommunicationOptions(
+            implementation=kinds.NCCL if gpus else kinds.RING
+        )
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     ranks = job.ranks or len(gpus) or 2
     if gpus and ranks > len(gpus):
         raise RuntimeError(f"the plan asks for {ranks} GPUs; TensorFlow sees {len(gpus)}")
     if gpus:
         devices = [f"/gpu:{index}" for index in range(ranks)]
-        reduction: Any = tf.distribute.NcclAllReduce()
-    else:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        logical = [tf.config.LogicalDeviceConfiguration() for _ in range(ranks)]
-        tf.config.set_logical_device_configuration(cpu, logical)
-        devices = [f"/cpu:{index}" for index in range(ranks)]
-        reduction = tf.distribute.ReductionToOneDevice()
-    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=reduction)
-    replicas = strategy.num_replicas_in_sync
-
-    def replica_input(floats: int, context: Any) -> Any:
-        replica = context.replica_id_in_sync_group
-        with tf.device(devices[replica]):
-            return tf.fill([floats], float(replica + 1))
-
-    def replica_step(value: Any) -> tuple[Any, Any]:
-        total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
-        return total, total[0]
-
-    @tf.function
-    def all_reduce(values: Any) -> Any:
-        return strategy.run(replica_step, args=(values,))
-
-    def step(values: Any) -> tuple[Any, ...]:
-        totals, firsts = all_reduce(values)
-        for first in strategy.experimental_local_results(firsts):
-            first.numpy()
-        return strategy.experimental_local_results(totals)
-
-    for floats in job.floats:
-        if should_stop():
-            break
-        values = strategy.experimental_distribute_values_from_function(
-            partial(replica_input, floats)
+        return tf.distribute.MirroredStrategy(
+            devices, cross_device_ops=tf.distribute.NcclAllReduce()
         )
-        expected = replicas * (replicas + 1) / 2
-        if not all(tf.reduce_all(total == expected) for total in step(values)):
-            raise RuntimeError(f"all-reduce of {floats} floats is wrong: expected {expected}")
-        times = wall_clock_times(partial(step, values), lambda: None, job.budget(bool(gpus)))
-        on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", replicas, times))
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(ranks)]
+    )
+    devices = [f"/cpu:{index}" for index in range(ranks)]
+    return tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
+
+
+def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:
+    """Per-call seconds over a loop of the same length on every worker: a worker that ran one
+    collective more than the others would wait for them forever. The length fits max_seconds
+    by the sum of the replicas' per-call estimates (at least any one's)."""
+    warmup = max(1, budget.warmup)
+    started = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    per_call = agree((time.perf_counter() - started) / warmup)
+    count = min(budget.iterations, max(MIN_TIMED, int(budget.max_seconds / max(per_call, 1e-9))))
+    times = []
+    for _ in range(count):
+        begin = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - begin)
+    return times
