@@ -160,6 +160,9 @@ def _record_parser() -> argparse.ArgumentParser:
     parser.add_argument("agents", nargs="*", type=_target, metavar="AGENT", help="default: local")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument(
+        "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop after"
+    )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     _secret_option(parser)
     return parser
@@ -230,8 +233,16 @@ def _run_record(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.recording.record import run
 
+    plan = None
+    if args.plan is not None:
+        from dltui.bench.plan import PlanError, load_plan
+
+        try:
+            plan = load_plan(args.plan)
+        except PlanError as exc:
+            parser.error(str(exc))
     targets = list(dict.fromkeys(args.agents)) or [Target("local")]
-    return run(targets, args.output, args.duration, secret, args.rate)
+    return run(targets, args.output, args.duration, secret, args.rate, plan)
 
 
 def _run_replay(argv: list[str]) -> int:

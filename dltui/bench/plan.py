@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+import tomllib
 
+from dltui.protocol.errors import ProtocolError
 from dltui.protocol.messages import KernelPlan
+from dltui.protocol.validate import build
 
 FRAMEWORKS = ("torch", "tensorflow")
 SHAPE_SETS = ("tiny", "quick", "full")
@@ -95,3 +99,37 @@ def _cluster_problems(plan: KernelPlan) -> list[str]:
     if plan.gpus not in (0, role.local_ranks):
         problems.append(f"gpus ({plan.gpus}) and the local ranks ({role.local_ranks}) differ")
     return problems
+
+
+def load_plan(path: str | os.PathLike[str]) -> KernelPlan:
+    """A plan from a TOML file's [kernels] table; PlanError says what is wrong with it.
+
+    [kernels]
+    framework = "torch"
+    set = "quick"
+    kinds = ["gemm", "conv"]
+    precisions = ["bf16"]
+    max_seconds = 0.5
+    """
+    try:
+        with open(path, "rb") as file:
+            document = tomllib.load(file)
+    except OSError as exc:
+        raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"plan {path} is not valid TOML: {exc}") from exc
+    table = document.get("kernels")
+    if not isinstance(table, dict):
+        raise PlanError(f"plan {path} has no [kernels] table")
+    # The client assigns a cluster role; a plan file names only what to run.
+    allowed = {"set" if name == "shape_set" else name for name in KernelPlan.__dataclass_fields__}
+    unknown = sorted(set(table) - (allowed - {"cluster"}))
+    if unknown:
+        raise PlanError(f"plan {path}: unknown keys {', '.join(unknown)}")
+    if "set" in table:
+        table["shape_set"] = table.pop("set")
+    try:
+        plan = build(KernelPlan, table, "kernels")
+    except ProtocolError as exc:
+        raise PlanError(f"plan {path}: {exc}") from exc
+    return check_plan(plan)

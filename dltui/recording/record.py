@@ -1,5 +1,7 @@
 """`dltui record`: connect to agents and write every frame they send to a file, headless.
 
+With `--plan FILE` it also runs that benchmark plan on them and stops when it has ended.
+
 For cron and CI: it runs for `--duration` seconds, or until SIGINT or SIGTERM, then closes the
 file cleanly. The connections are the TUI's own, so the file holds exactly what a TUI would
 have shown, gaps (`link` frames) included.
@@ -8,18 +10,68 @@ have shown, gaps (`link` frames) included.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dltui import version
 from dltui.client.connection import AgentConnection
+from dltui.client.run_job import EXIT_CODES, SEVERITY
+from dltui.client.scale_out import assign_ranks
 from dltui.client.target import Target
 from dltui.formatting import fmt_bytes
+from dltui.protocol.messages import JobEnd, JobState, KernelPlan, Message, Welcome
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
+
+AFTER_PLAN_S = 2.0
+
+
+class _Tee:
+    """Every frame to the file, and an eye on who has said hello and which jobs have ended."""
+
+    def __init__(self, writer: RecordingWriter) -> None:
+        self.writer = writer
+        self.welcomes: dict[str, Welcome] = {}
+        self.ends: dict[str, JobEnd] = {}
+        self.changed = asyncio.Event()
+
+    def __call__(self, source: str, message: Message) -> None:
+        self.writer.write(source, message)
+        if isinstance(message, Welcome):
+            self.welcomes[source] = message
+            self.changed.set()
+        elif isinstance(message, JobEnd):
+            self.ends[message.job] = message
+            self.changed.set()
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        while not condition():
+            self.changed.clear()
+            await self.changed.wait()
+
+
+async def _run_plan(
+    plan: KernelPlan, targets: list[Target], connections: list[AgentConnection], tee: _Tee
+) -> JobState:
+    """Run the plan on every agent (one run across them for a multi-agent all-reduce) and
+    wait for every job to end; the worst end is the recording's exit status."""
+    sources = [connection.source for connection in connections]
+    await asyncio.wait_for(tee.until(lambda: all(s in tee.welcomes for s in sources)), 60)
+    plans = [plan] * len(connections)
+    if len(connections) > 1 and "allreduce" in plan.kinds:
+        inventories = [tee.welcomes[source].inventory for source in sources]
+        plans = assign_ranks(plan, targets, inventories)
+    jobs = [await c.run_plan(p) for c, p in zip(connections, plans, strict=True)]
+    await tee.until(lambda: all(job in tee.ends for job in jobs))
+    states = [tee.ends[job].state for job in jobs]
+    for job, connection in zip(jobs, connections, strict=True):
+        if tee.ends[job].error:
+            print(f"dltui record: {connection.source}: job {tee.ends[job].state}: "
+                  f"{tee.ends[job].error}", file=sys.stderr)  # fmt: skip
+    return min(states, key=SEVERITY.index)
 
 
 async def record(
@@ -28,6 +80,7 @@ async def record(
     duration: float | None,
     secret: bytes | None,
     rate_hz: float,
+    plan: KernelPlan | None = None,
 ) -> int:
     header = Header(
         dltui=version(),
@@ -42,16 +95,32 @@ async def record(
     except OSError as exc:
         print(f"dltui record: cannot create {path}: {exc.strerror}", file=sys.stderr)
         return 2
-    connections = [AgentConnection(t, writer.write, secret, rate_hz) for t in targets]
+    tee = _Tee(writer)
+    connections = [AgentConnection(t, tee, secret, rate_hz) for t in targets]
     tasks = [asyncio.create_task(connection.run()) for connection in connections]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"dltui record: recording {len(targets)} agent(s) to {path}", file=sys.stderr)
+    state: JobState = "done"
     try:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), duration)
+        waits = [asyncio.ensure_future(stop.wait())]
+        if plan is not None:
+            waits.append(asyncio.ensure_future(_run_plan(plan, targets, connections, tee)))
+        done, pending = await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
+        for future in pending:
+            future.cancel()
+        finished = [f for f in done if f is not waits[0]]
+        if finished:
+            state = finished[0].result()
+            # A moment more, so the telemetry shows the servers settling after the plan.
+            await asyncio.wait([waits[0]], timeout=AFTER_PLAN_S)
+        elif plan is not None:
+            state = "cancelled"  # stopped by a signal or the duration before the plan ended
+    except TimeoutError:
+        print("dltui record: not every agent answered within 60 s", file=sys.stderr)
+        state = "failed"
     finally:
         await asyncio.gather(*(connection.stop() for connection in connections))
         for task in tasks:
@@ -60,10 +129,15 @@ async def record(
         writer.close()
     size = fmt_bytes(writer.bytes_written)
     print(f"dltui record: {writer.records} frames, {size} in {path}", file=sys.stderr)
-    return 0
+    return EXIT_CODES[state]
 
 
 def run(
-    targets: list[Target], path: Path, duration: float | None, secret: bytes | None, rate_hz: float
+    targets: list[Target],
+    path: Path,
+    duration: float | None,
+    secret: bytes | None,
+    rate_hz: float,
+    plan: KernelPlan | None = None,
 ) -> int:
-    return asyncio.run(record(targets, path, duration, secret, rate_hz))
+    return asyncio.run(record(targets, path, duration, secret, rate_hz, plan))

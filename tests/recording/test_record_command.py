@@ -6,7 +6,9 @@ import signal
 import subprocess
 import time
 
-from dltui.protocol.messages import Link, Sample, Welcome
+import pytest
+
+from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, wait_for
 
@@ -60,3 +62,34 @@ def test_kill_9_loses_at_most_the_last_second(agent_factory, tmp_path):
     samples = [r for r in records if isinstance(r.message, Sample)]
     assert samples and killed_at - samples[-1].received <= 1.0
     assert all(d.reason == "file ends inside a record" for d in reader.damage)
+
+
+def test_a_plan_runs_while_recording_and_ends_it(agent_factory, tmp_path):
+    pytest.importorskip("torch")
+    agent = agent_factory()
+    plan = tmp_path / "nightly.toml"
+    plan.write_text(
+        '[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\niterations = 3\n'
+        "max_seconds = 0.2\n"
+    )
+    path = tmp_path / "nightly.dlrec"
+    command = dltui_command("record", "-o", str(path), "--plan", str(plan), agent.address)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    _, records = records_of(path)
+    ends = [r.message for r in records if isinstance(r.message, JobEnd)]
+    results = [r.message.result for r in records if isinstance(r.message, JobResult)]
+    assert [end.state for end in ends] == ["done"]
+    assert results and all(r.kind == "gemm" and r.tflops > 0 for r in results)
+    # The recording goes on a little after the plan, so the servers are seen settling.
+    last_result = max(r.received for r in records if isinstance(r.message, JobResult))
+    assert max(r.received for r in records) - last_result > 1.0
+
+
+def test_a_bad_plan_file_is_a_clear_error(tmp_path):
+    plan = tmp_path / "bad.toml"
+    plan.write_text('[kernels]\nkinds = ["gemm", "fft"]\nshell = "rm -rf /"\n')
+    command = dltui_command("record", "-o", str(tmp_path / "x.dlrec"), "--plan", str(plan))
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 2 and "unknown keys shell" in result.stderr
+    assert not (tmp_path / "x.dlrec").exists()

@@ -43,3 +43,27 @@ def test_all_problems_are_reported_at_once():
     with pytest.raises(PlanError) as raised:
         check_plan(replace(GOOD, framework="caffe", precisions=["fp8"], gpus=-3))
     assert str(raised.value).count(";") == 2
+
+
+def test_plan_files(tmp_path):
+    from dltui.bench.plan import load_plan
+
+    good = tmp_path / "good.toml"
+    good.write_text('[kernels]\nframework = "tensorflow"\nset = "tiny"\nprecisions = ["bf16"]\n')
+    assert load_plan(good) == KernelPlan(framework="tensorflow", shape_set="tiny",
+                                         precisions=["bf16"])  # fmt: skip
+    cases = {
+        "[kernels\n": "not valid TOML",
+        "[models]\n": "no [kernels] table",
+        '[kernels]\ncluster = {master_addr = "x"}\n': "unknown keys cluster",
+        '[kernels]\niterations = "many"\n': "expected int",
+        '[kernels]\nkinds = ["gemm", "fft"]\n': "unknown kernel 'fft'",
+    }
+    for text, words in cases.items():
+        path = tmp_path / "plan.toml"
+        path.write_text(text)
+        with pytest.raises(PlanError) as raised:
+            load_plan(path)
+        assert words in str(raised.value)
+    with pytest.raises(PlanError, match="cannot read"):
+        load_plan(tmp_path / "missing.toml")
