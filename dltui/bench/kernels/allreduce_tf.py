@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
-from dltui.bench.backends import MIN_TIMED, Budget
-from dltui.bench.kernels.allreduce import MULTICAST_OFF, AllReduceJob, _result
+from dltui.bench.backends import Budget
+from dltui.bench.kernels.allreduce import (
+    MULTICAST_OFF,
+    AllReduceJob,
+    _result,
+    _timed_count,
+    _wall_times,
+)
 from dltui.bench.ranks import OnResult, ShouldStop
 from dltui.bench.shapes import AllReduceCase
 
@@ -135,15 +140,5 @@ def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:
     """Per-call seconds over a loop of the same length on every worker: a worker that ran one
     collective more than the others would wait for them forever. The length fits max_seconds
     by the sum of the replicas' per-call estimates (at least any one's)."""
-    warmup = max(1, budget.warmup)
-    started = time.perf_counter()
-    for _ in range(warmup):
-        step()
-    per_call = agree((time.perf_counter() - started) / warmup)
-    count = min(budget.iterations, max(MIN_TIMED, int(budget.max_seconds / max(per_call, 1e-9))))
-    times = []
-    for _ in range(count):
-        begin = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - begin)
-    return times
+    count = _timed_count(step, lambda: None, budget, lambda values: [agree(values[0])])
+    return _wall_times(step, count)
