@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint screenshots clean
 
 $(PY):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "dltui needs Python 3.11+")'
@@ -24,11 +24,15 @@ demo: $(VENV)/.demo
 	$(PY) -m dltui
 
 lint: $(VENV)/.test
-	$(PY) -m ruff check dltui tests benchmarks
-	$(PY) -m ruff format --check dltui tests benchmarks
+	$(PY) -m ruff check dltui tests benchmarks screenshots
+	$(PY) -m ruff format --check dltui tests benchmarks screenshots
 
 test: lint
 	$(PY) -m pytest -q
+
+# SVG (and PNG where rsvg-convert exists) from the real recordings in tests/fixtures.
+screenshots: $(VENV)/.test
+	$(PY) screenshots/make_screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -46,6 +46,10 @@ class ReplayApp(DltuiApp):
         await super().on_mount()
         self.set_interval(TICK_S, self._tick)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A replay is already a recording: no `r` here."""
+        return action != "record"
+
     def _tick(self) -> None:
         now = time.monotonic()
         self.replay.tick(now - self._last_tick)
