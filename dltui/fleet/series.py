@@ -63,8 +63,3 @@ class Series:
         """The newest `n` (default all) points as (time, value), oldest first."""
         t, v = self._t, self._v
         return [(t[i], v[i]) for i in self._ordered(self._size if n is None else n)]
-
-    def mean_between(self, start: float, end: float) -> float | None:
-        """Mean of the values with start <= t <= end, gaps skipped; None when there are none."""
-        picked = [v for t, v in self.points() if start <= t <= end and not math.isnan(v)]
-        return sum(picked) / len(picked) if picked else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,8 @@ def tables(path: Path) -> tuple[list[dict], list[dict]]:
             plain = to_plain(message.result)
             plain["params"] = json.dumps(plain["params"], sort_keys=True)
             results.append(row | plain)
+    if note := reader.damage_report():
+        print(f"dltui export: {note}", file=sys.stderr)
     return telemetry, results
 
 

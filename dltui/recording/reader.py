@@ -46,6 +46,12 @@ class RecordingReader:
     def read_all(self) -> list[Record]:
         return list(self)
 
+    def damage_report(self) -> str | None:
+        """After reading: one line saying what damage cost, or None for an intact file."""
+        if not self.damage:
+            return None
+        return f"{self.path}: damaged, every good record kept; {describe_damage(self.damage)}"
+
 
 def describe_damage(damage: list[Damage]) -> str:
     """One line for people: where each damaged stretch starts and how much it cost."""

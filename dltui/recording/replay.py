@@ -28,6 +28,8 @@ class Track:
     applied: int = 0
     times: list[float] = field(default_factory=list)
     """Seconds from the recording's start to each record."""
+    damage: str | None = None
+    """What damage in the file cost, said to the user when the replay opens."""
 
     def __post_init__(self) -> None:
         start = self.records[0].received if self.records else 0.0
@@ -45,7 +47,8 @@ def load_tracks(paths: list[Path]) -> list[Track]:
         name = path.stem
         while any(track.name == name for track in tracks):
             name += "'"
-        tracks.append(Track(name, RecordingReader(path).read_all()))
+        reader = RecordingReader(path)
+        tracks.append(Track(name, reader.read_all(), damage=reader.damage_report()))
     return tracks
 
 

@@ -9,6 +9,7 @@ recording's power, tensor activity and NVLink traffic over time with the cases m
 from __future__ import annotations
 
 import html
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ def load(paths: list[Path]) -> list[Session]:
     for path in paths:
         reader = RecordingReader(path)
         records = reader.read_all()
+        if note := reader.damage_report():
+            print(f"dltui report: {note}", file=sys.stderr)
         sessions.append(Session(path.stem, reader.header, records, phases(path.stem, records)))
     return sessions
 

@@ -45,6 +45,9 @@ class ReplayApp(DltuiApp):
     async def on_mount(self) -> None:
         await super().on_mount()
         self.set_interval(TICK_S, self._tick)
+        for track in self.replay.tracks:
+            if track.damage:
+                self.notify(track.damage, severity="warning", timeout=20)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A replay is already a recording: no `r` here."""

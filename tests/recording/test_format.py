@@ -117,6 +117,7 @@ def test_writer_and_reader_on_disk(tmp_path):
     assert writer.records == len(RECORDS) and writer.bytes_written == path.stat().st_size
     reader = RecordingReader(path)
     assert reader.header == HEADER and reader.read_all() == RECORDS and reader.damage == []
+    assert reader.damage_report() is None
     with pytest.raises(FileExistsError):
         RecordingWriter(path, HEADER)  # never overwrites a recording
 
@@ -125,6 +126,7 @@ def test_writer_and_reader_on_disk(tmp_path):
     reader = RecordingReader(path)
     assert reader.read_all() == RECORDS
     assert "file ends inside a record" in describe_damage(reader.damage)
+    assert reader.damage_report().startswith(f"{path}: damaged, every good record kept")
 
 
 def test_a_file_that_is_not_there_or_not_a_recording(tmp_path):

@@ -26,8 +26,6 @@ def test_series_gap_is_marked_once_and_hides_the_last_value():
     series.mark_gap(2.0)
     series.mark_gap(3.0)
     assert len(series) == 2 and series.last() is None and math.isnan(series.tail(1)[0])
-    assert series.mean_between(0.0, 10.0) == 5.0
-    assert series.mean_between(5.0, 10.0) is None
 
 
 def sample(seq: int, wall: float, util: float) -> Sample:

@@ -7,6 +7,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from importlib import metadata
 
 from dltui.protocol.messages import GpuInfo, GpuSample, Inventory, Sample
@@ -126,6 +127,16 @@ def test_a_failing_tick_is_logged_and_sampling_goes_on(caplog) -> None:
     assert any("the agent's queue is gone" in (r.exc_text or "") for r in caplog.records)
 
 
+def sample_at_20_hz(on_sample: Callable[[Sample], None], collector: Collector) -> list[Sample]:
+    """Run a 20 Hz sampler on a fake GPU until `collector` has what it waits for."""
+    sampler = Sampler(20, on_sample, gateway=FakeGateway())
+    sampler.start()
+    try:
+        return collector.wait()
+    finally:
+        sampler.stop()
+
+
 def test_an_overrun_skips_missed_ticks_instead_of_bursting() -> None:
     period = 1 / 20
 
@@ -135,12 +146,7 @@ def test_an_overrun_skips_missed_ticks_instead_of_bursting() -> None:
         collector(sample)
 
     collector = Collector(lambda s: len(s) >= 9)
-    sampler = Sampler(20, on_sample, gateway=FakeGateway())
-    sampler.start()
-    try:
-        samples = collector.wait()
-    finally:
-        sampler.stop()
+    samples = sample_at_20_hz(on_sample, collector)
     gaps = [b.mono - a.mono for a, b in itertools.pairwise(samples[2:])]
     # One late tick right after the overrun at most, then back on the period: no burst of 7.
     assert sum(gap < period / 2 for gap in gaps) <= 1
@@ -153,12 +159,7 @@ def test_ticks_stay_on_the_grid_when_each_tick_takes_time() -> None:
         collector(sample)
 
     collector = Collector(lambda s: len(s) >= 21)
-    sampler = Sampler(20, on_sample, gateway=FakeGateway())
-    sampler.start()
-    try:
-        samples = collector.wait()
-    finally:
-        sampler.stop()
+    samples = sample_at_20_hz(on_sample, collector)
     # Tick 20 is due one second after tick 0; sleeping a period after each tick would drift
     # by 20 × 10 ms.
     assert abs(samples[20].mono - samples[0].mono - 1.0) < 0.05
