@@ -27,8 +27,8 @@ from dltui.protocol.messages import (
     JobProgress,
     JobResult,
     JobState,
-    KernelPlan,
     Message,
+    Plan,
     Run,
     from_wire,
     to_wire,
@@ -51,7 +51,7 @@ WORKER_ENV = {
 @dataclass
 class _Job:
     id: str
-    plan: KernelPlan
+    plan: Plan
     process: asyncio.subprocess.Process | None = None
     cancelled: bool = False
 
@@ -62,8 +62,12 @@ class Jobs:
         self.current: _Job | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, job: str, plan: KernelPlan) -> None:
+    def start(self, job: str, plan: Plan | None) -> None:
         """Start a job, or refuse it at once with a `job_end` that says why."""
+        if plan is None:
+            reason = "bad plan: a run carries exactly one of a kernel plan and a model plan"
+            self._publish(JobEnd(job, "refused", reason, time.time()))
+            return
         try:
             check_plan(plan)
         except PlanError as exc:
@@ -125,7 +129,7 @@ class Jobs:
         tail = asyncio.create_task(_keep_tail(process.stderr, stderr_tail))
         try:
             # stdin stays open: its end tells the worker the agent is gone.
-            process.stdin.write(encode_frame(to_wire(Run(0, job.id, job.plan))))
+            process.stdin.write(encode_frame(to_wire(Run.of(0, job.id, job.plan))))
             await process.stdin.drain()
             async with asyncio.timeout(job.plan.timeout_s):
                 reported = await self._relay(job, process.stdout)
