@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dltui.bench.plan import PlanError, check_plan
+from dltui.bench.ranks import MULTICAST_OFF
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -38,11 +39,8 @@ log = logging.getLogger(__name__)
 
 WORKER_COMMAND = (sys.executable, "-m", "dltui.bench.worker")
 STOP_GRACE = 3.0  # seconds between asking a worker to stop and killing it
-# NVLink multicast can put a shared host's GPUs out of service: off in every worker.
 WORKER_ENV = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
+    **MULTICAST_OFF,
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "PYTHONUNBUFFERED": "1",
 }

@@ -96,6 +96,8 @@ class ClusterRole:
     """torch: ranks over all agents. TensorFlow: workers, one per agent."""
     peers: list[str] = field(default_factory=list)
     """TensorFlow: every agent's worker address HOST:PORT, in order (its TF_CONFIG cluster)."""
+    servers: int = 1
+    """Agents taking part (a result reports how many servers its figure spans)."""
 
 
 @dataclass(frozen=True, slots=True)
