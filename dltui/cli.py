@@ -12,7 +12,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dltui.client.target import Target, parse_host_port, parse_target
+from dltui.client.target import (
+    DEFAULT_REMOTE_DLTUI,
+    SshOptions,
+    Target,
+    TlsOptions,
+    parse_host_port,
+    parse_remote_dltui,
+    parse_target,
+)
 from dltui.protocol.auth import SecretFileError, load_secret
 
 
@@ -40,12 +48,71 @@ def _rate(text: str) -> float:
     return rate
 
 
-def _secret_option(parser: argparse.ArgumentParser) -> None:
+def _remote_dltui(text: str) -> tuple[str, ...]:
+    try:
+        return parse_remote_dltui(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _secret_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--secret-file",
         metavar="FILE",
         help="shared secret for agents reached over the network (mode 0600)",
     )
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    """How every command that connects reaches agents: the same options everywhere."""
+    group = parser.add_argument_group(
+        "reaching agents",
+        "AGENT is local, HOST[:PORT], tls://HOST[:PORT] or ssh://[USER@]HOST[:PORT]. "
+        "Any --tls-* option makes HOST:PORT agents use TLS too.",
+    )
+    _secret_option(group)
+    group.add_argument(
+        "--tls-ca", metavar="FILE", help="CA (PEM) that signed the agents' certificates "
+        "(default: the system's trust store)"
+    )  # fmt: skip
+    group.add_argument(
+        "--tls-cert", metavar="FILE", help="client certificate (PEM), for agents that require "
+        "one (mutual TLS)"
+    )  # fmt: skip
+    group.add_argument("--tls-key", metavar="FILE", help="the client certificate's key (PEM)")
+    group.add_argument(
+        "--ssh-config", metavar="FILE", help="ssh_config for ssh:// agents (default: ssh's own)"
+    )
+    group.add_argument(
+        "--remote-dltui",
+        metavar="CMD",
+        type=_remote_dltui,
+        default=DEFAULT_REMOTE_DLTUI,
+        help="how ssh:// hosts run dltui (default: dltui on the remote PATH; e.g. "
+        "'~/venv/bin/dltui' or 'python3 -m dltui')",
+    )
+
+
+def _reach(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, targets: list[Target]
+) -> list[Target]:
+    """The targets with the connection options applied, each once; TLS files are checked now
+    so that a bad one is a usage error rather than every connection failing."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    tls = None
+    if args.tls_ca or args.tls_cert:
+        import ssl
+
+        from dltui.client.tls import client_context
+
+        tls = TlsOptions(args.tls_ca, args.tls_cert, args.tls_key)
+        try:
+            client_context(tls)
+        except (OSError, ssl.SSLError) as exc:
+            parser.error(f"cannot use the TLS files: {exc}")
+    ssh = SshOptions(args.remote_dltui, args.ssh_config)
+    return list(dict.fromkeys(target.reached_with(tls, ssh) for target in targets))
 
 
 def _tui_parser() -> argparse.ArgumentParser:
@@ -69,7 +136,7 @@ def _tui_parser() -> argparse.ArgumentParser:
         "agents", nargs="*", type=_target, metavar="AGENT", help="host:port, or 'local'"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _secret_option(parser)
+    _connection_options(parser)
     return parser
 
 
@@ -78,14 +145,24 @@ def _agent_parser() -> argparse.ArgumentParser:
         prog="dltui agent",
         description="Sample this server's GPUs and host and serve the telemetry to clients.",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
+    where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--listen", metavar="HOST:PORT", type=_listen, help="serve over TCP (port 0: any free port)"
     )
     where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    _secret_option(parser)
+    parser.add_argument(
+        "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
+    )
+    security = parser.add_argument_group("security")
+    _secret_option(security)
+    security.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate")
+    security.add_argument("--tls-key", metavar="FILE", help="the certificate's key (PEM)")
+    security.add_argument(
+        "--tls-client-ca", metavar="FILE", help="require client certificates signed by this CA "
+        "(mutual TLS; enough to listen beyond loopback without a secret)"
+    )  # fmt: skip
     return parser
 
 
@@ -95,7 +172,7 @@ def _probe_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("agent", type=_target, metavar="AGENT", help="host:port, or 'local'")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    _secret_option(parser)
+    _connection_options(parser)
     return parser
 
 
@@ -148,7 +225,7 @@ def _bench_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
-    _secret_option(parser)
+    _connection_options(parser)
     return parser
 
 
@@ -164,7 +241,7 @@ def _record_parser() -> argparse.ArgumentParser:
         "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop after"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _secret_option(parser)
+    _connection_options(parser)
     return parser
 
 
@@ -180,7 +257,18 @@ def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
 def _run_agent(argv: list[str]) -> int:
     parser = _agent_parser()
     args = parser.parse_args(argv)
+    if args.config is not None:  # the file's settings are defaults: the command line wins
+        from dltui.agent.config import ConfigFileError, load_config
+
+        try:
+            parser.set_defaults(**load_config(args.config))
+        except ConfigFileError as exc:
+            parser.error(str(exc))
+        args = parser.parse_args(argv)
+    if not args.stdio and args.listen is None:
+        parser.error("one of --listen HOST:PORT or --stdio is required (or listen in --config)")
     secret = _secret(parser, args.secret_file)
+    tls = _server_tls(parser, args)
     logging.basicConfig(
         level=args.log_level.upper(),
         stream=sys.stderr,
@@ -188,7 +276,27 @@ def _run_agent(argv: list[str]) -> int:
     )
     from dltui.agent.main import run
 
-    return run(listen=None if args.stdio else args.listen, rate_hz=args.rate, secret=secret)
+    listen = None if args.stdio else args.listen
+    return run(listen=listen, rate_hz=args.rate, secret=secret, tls=tls)
+
+
+def _server_tls(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_cert is None:
+        if args.tls_client_ca:
+            parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+        return None
+    if args.stdio:
+        parser.error("TLS is for --listen; over --stdio the pipe (or ssh) is the channel")
+    import ssl
+
+    from dltui.agent.listener import server_context
+
+    try:
+        return server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"cannot use the TLS files: {exc}")
 
 
 def _run_probe(argv: list[str]) -> int:
@@ -197,7 +305,8 @@ def _run_probe(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.client.probe import probe
 
-    return probe(args.agent, secret, as_json=args.json)
+    (target,) = _reach(parser, args, [args.agent])
+    return probe(target, secret, as_json=args.json)
 
 
 def _run_bench(argv: list[str]) -> int:
@@ -221,7 +330,7 @@ def _run_bench(argv: list[str]) -> int:
         max_seconds=args.max_seconds,
         timeout_s=args.timeout,
     )
-    targets = list(dict.fromkeys(args.agent or [Target("local")]))
+    targets = _reach(parser, args, args.agent or [Target("local")])
     return run(targets, plan, secret, args.json, args.rendezvous)
 
 
@@ -241,7 +350,7 @@ def _run_record(argv: list[str]) -> int:
             plan = load_plan(args.plan)
         except PlanError as exc:
             parser.error(str(exc))
-    targets = list(dict.fromkeys(args.agents)) or [Target("local")]
+    targets = _reach(parser, args, args.agents or [Target("local")])
     return run(targets, args.output, args.duration, secret, args.rate, plan)
 
 
@@ -313,7 +422,7 @@ def _run_tui(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.tui.app import create_app
 
-    targets = list(dict.fromkeys(args.agents)) or [Target("local")]  # each server once
+    targets = _reach(parser, args, args.agents or [Target("local")])  # each server once
     app = create_app(targets, secret=secret, rate_hz=args.rate)
     app.run()
     return app.return_code or 0
