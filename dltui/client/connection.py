@@ -108,6 +108,12 @@ async def handshake(
     except ssl.SSLError as exc:  # TLS 1.3: a refused client certificate shows on first read
         raise TransportAuthError(describe_tls_error(exc)) from exc
     except EOFError as exc:
+        if stream.writer.get_extra_info("ssl_object") is not None:
+            # A refused client certificate ends TLS 1.3 without an alert reaching us.
+            raise TransportAuthError(
+                "TLS: the agent closed the connection during the handshake; if it requires "
+                "a client certificate, pass --tls-cert and --tls-key signed by a CA it trusts"
+            ) from exc
         why = f" ({exc})" if str(exc) != "connection closed" else ""
         raise AuthError(f"the agent closed the connection during the handshake{why}") from exc
     except TimeoutError as exc:

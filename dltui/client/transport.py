@@ -79,7 +79,8 @@ async def open_transport(target: Target, timeout: float = 5.0) -> Transport:
 
 def ssh_command(target: Target) -> list[str]:
     """ssh's argv: never a shell on this side. The remote command is one string, because ssh
-    hands it to the remote user's shell; each word is quoted so the shell reads it as given."""
+    hands it to the remote user's shell; each word is quoted so the shell reads it as given,
+    but for a leading ~/, which is left for the shell to expand to the remote home."""
     options = target.ssh or SshOptions()
     command = ["ssh", "-T", "-e", "none", "-o", "BatchMode=yes"]
     if options.config is not None:
@@ -88,8 +89,14 @@ def ssh_command(target: Target) -> list[str]:
         command += ["-p", str(target.port)]
     if target.user is not None:
         command += ["-l", target.user]
-    remote = shlex.join([*options.remote_dltui, "agent", "--stdio"])
+    remote = " ".join(_remote_word(word) for word in [*options.remote_dltui, "agent", "--stdio"])
     return [*command, "--", target.host, remote]
+
+
+def _remote_word(word: str) -> str:
+    if word.startswith("~/"):
+        return "~/" + shlex.quote(word[2:])
+    return shlex.quote(word)
 
 
 class _ChildStream(MessageStream):
