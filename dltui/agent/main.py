@@ -31,7 +31,7 @@ def run(
         how = "TCP"
         if tls is not None:
             how = "mutual TLS" if tls.verify_mode == ssl.CERT_REQUIRED else "TLS"
-        log.info("listening on %s:%d (%s), %d GPU(s), %g Hz", listen[0], port, how, gpus, rate_hz)
+        log.info("listening on %s:%d, %d GPU(s), %g Hz, %s", listen[0], port, gpus, rate_hz, how)
 
     serve = agent.serve_tcp(*listen, ready) if listen else agent.serve_stdio()
     sampler.start()

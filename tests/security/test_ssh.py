@@ -127,5 +127,5 @@ def test_the_remote_command_is_quoted_word_by_word(sshd, tmp_path):
     command = ssh_command(target)
     assert command[:6] == ["ssh", "-T", "-e", "none", "-o", "BatchMode=yes"]
     assert command[-3:] == ["--", "gpu-01", "~/venv/bin/dltui '--x=$(id)' agent --stdio"]
-    assert ["-p", "2222"] == command[command.index("-p") : command.index("-p") + 2]
-    assert ["-l", "ops"] == command[command.index("-l") : command.index("-l") + 2]
+    assert command[command.index("-p") : command.index("-p") + 2] == ["-p", "2222"]
+    assert command[command.index("-l") : command.index("-l") + 2] == ["-l", "ops"]

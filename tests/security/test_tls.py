@@ -116,7 +116,7 @@ async def test_mutual_tls_requires_a_client_certificate_from_its_ca(agent_factor
 def test_beyond_loopback_mutual_tls_is_enough_and_plain_tls_is_not(agent_factory, pki):
     mutual = tls_agent(agent_factory, pki["agent"], "--tls-client-ca", str(pki["ca"]),
                        listen="0.0.0.0:0")  # fmt: skip
-    assert mutual.port and any("(mutual TLS)" in line for line in mutual.log)
+    assert mutual.port and any("Hz, mutual TLS" in line for line in mutual.log)
     plain_tls = tls_agent(agent_factory, pki["agent"], listen="0.0.0.0:0", wait=False)
     assert plain_tls.process.wait(timeout=20) == 2
     assert any("not loopback" in line and "--tls-client-ca" in line for line in plain_tls.log)
