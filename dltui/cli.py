@@ -133,7 +133,7 @@ def _tui_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "agents", nargs="*", type=_target, metavar="AGENT", help="host:port, or 'local'"
+        "agents", nargs="*", type=_target, metavar="AGENT", help="see 'reaching agents' below"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     _connection_options(parser)
@@ -170,7 +170,7 @@ def _probe_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
     )
-    parser.add_argument("agent", type=_target, metavar="AGENT", help="host:port, or 'local'")
+    parser.add_argument("agent", type=_target, metavar="AGENT", help="see 'reaching agents'")
     parser.add_argument("--json", action="store_true", help="print JSON")
     _connection_options(parser)
     return parser
@@ -202,8 +202,8 @@ def _bench_parser() -> argparse.ArgumentParser:
         type=_target,
         action="append",
         metavar="AGENT",
-        help="host:port or 'local' (default); repeat it to run on several servers: side by "
-        "side, or with --kind allreduce as one run across them (scale-out)",
+        help="an agent (default: local; see 'reaching agents'); repeat it to run on several "
+        "servers: side by side, or with --kind allreduce as one run across them (scale-out)",
     )
     parser.add_argument(
         "--rendezvous",
