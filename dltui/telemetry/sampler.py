@@ -93,7 +93,7 @@ class Sampler:
 
     def _start(self, name: str, target: Callable[[], None]) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         return thread
 
     # Each loop runs while it is the current one: assigned before it starts, so it never
