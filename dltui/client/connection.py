@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 PING_INTERVAL = 1.0
 SILENCE_LIMIT = 5.0  # no frame at all for this long: the agent is treated as gone
+SILENCE_GRACE = 1.0
 BACKOFF = (0.25, 0.5, 1.0, 2.0)
 AUTH_RETRY = 10.0
 
@@ -216,7 +217,12 @@ class AgentConnection:
 
     async def _read_loop(self, stream: MessageStream) -> None:
         while True:
-            message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+            try:
+                message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+            except TimeoutError:
+                # A client that was itself suspended (SIGSTOP, a closed laptop) wakes to a timer
+                # that fires before it reads what has been waiting: one short look first.
+                message = await asyncio.wait_for(stream.receive(), SILENCE_GRACE)
             if isinstance(message, Pong):
                 self._on_pong(message)
             elif isinstance(message, Bye):
