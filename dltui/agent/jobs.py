@@ -30,8 +30,8 @@ from dltui.protocol.messages import (
     JobProgress,
     JobResult,
     JobState,
-    KernelPlan,
     Message,
+    Plan,
     Run,
     from_wire,
     to_wire,
@@ -54,7 +54,7 @@ WORKER_ENV = {
 @dataclass
 class _Job:
     id: str
-    plan: KernelPlan
+    plan: Plan
     process: asyncio.subprocess.Process | None = None
     cancelled: bool = False
 
@@ -65,8 +65,12 @@ class Jobs:
         self.current: _Job | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, job: str, plan: KernelPlan) -> None:
+    def start(self, job: str, plan: Plan | None) -> None:
         """Start a job, or refuse it at once with a `job_end` that says why."""
+        if plan is None:
+            reason = "bad plan: a run carries exactly one of a kernel plan and a model plan"
+            self._publish(JobEnd(job, "refused", reason, time.time()))
+            return
         try:
             check_plan(plan)
         except PlanError as exc:
@@ -128,7 +132,7 @@ class Jobs:
         tail = asyncio.create_task(_keep_tail(process.stderr, stderr_tail))
         try:
             # stdin stays open: its end tells the worker the agent is gone.
-            process.stdin.write(encode_frame(to_wire(Run(0, job.id, job.plan))))
+            process.stdin.write(encode_frame(to_wire(Run.of(0, job.id, job.plan))))
             await process.stdin.drain()
             async with asyncio.timeout(job.plan.timeout_s):
                 reported = await self._relay(job, process.stdout)
@@ -182,7 +186,7 @@ class Jobs:
         return reported
 
 
-def _gloo_interface(plan: KernelPlan) -> dict[str, str]:
+def _gloo_interface(plan: Plan) -> dict[str, str]:
     """For a run across servers, Gloo's interface: the one that reaches the rendezvous.
 
     Left alone, Gloo binds to what this host's name resolves to, which is often 127.0.1.1

@@ -197,7 +197,7 @@ class Session:
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))
         elif isinstance(message, Run):
-            self.agent.jobs.start(message.job, message.plan)
+            self.agent.jobs.start(message.job, message.what)
         elif isinstance(message, Cancel):
             if not self.agent.jobs.cancel(message.job):
                 self._reply(Error("unknown_job", f"no running job {message.job!r}"))

@@ -1,4 +1,8 @@
-"""The names a plan may use, and the check that refuses a bad plan before anything runs."""
+"""The names a plan may use, and the check that refuses a bad plan before anything runs.
+
+Two kinds of plan: kernels (DeepBench) and models (CNN training). A plan file may hold a
+[kernels] table, a [models] table, or both; they run in the order written.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import re
 import tomllib
 
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.messages import KernelPlan
+from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 from dltui.protocol.validate import build
 
 FRAMEWORKS = ("torch", "tensorflow")
@@ -17,20 +21,36 @@ KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
 """mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
 DEVICES = ("auto", "cuda", "cpu")
+MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
+MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+"""fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""
 
 MAX_GPUS = 1024
 _HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
 MAX_ITERATIONS = 100_000
 MAX_SECONDS = 600.0
 MAX_TIMEOUT = 7 * 24 * 3600.0
+MAX_STEPS = 10_000  # a step-time series of this length still fits well inside one frame
+MAX_BATCH = 65_536
+MAX_IMAGE = 1024
+MAX_CLASSES = 100_000
 
 
 class PlanError(ValueError):
     """A plan that names something unknown or asks for something absurd."""
 
 
-def check_plan(plan: KernelPlan) -> KernelPlan:
+def check_plan(plan: Plan) -> Plan:
     """Return the plan if every name is known and every number in range; else PlanError."""
+    problems = _model_problems(plan) if isinstance(plan, ModelPlan) else _kernel_problems(plan)
+    if plan.cluster is not None:
+        problems += _cluster_problems(plan)
+    if problems:
+        raise PlanError("; ".join(problems))
+    return plan
+
+
+def _kernel_problems(plan: KernelPlan) -> list[str]:
     problems = []
 
     def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -63,19 +83,61 @@ def check_plan(plan: KernelPlan) -> KernelPlan:
     ):
         if not (math.isfinite(value) and 0 < value <= top):
             problems.append(f"{name} must be in (0, {top:g}], got {value}")
-    if plan.cluster is not None:
-        problems += _cluster_problems(plan)
-    if problems:
-        raise PlanError("; ".join(problems))
-    return plan
+    if plan.cluster is not None and plan.kinds != ["allreduce"]:
+        problems.append("only all-reduce runs across servers; run the other kinds per server")
+    return problems
 
 
-def _cluster_problems(plan: KernelPlan) -> list[str]:
+def _model_problems(plan: ModelPlan) -> list[str]:
+    problems = []
+
+    def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
+        if value not in allowed:
+            problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+
+    def within(what: str, value: float | None, low: float, high: float) -> None:
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
+            problems.append(f"{what} must be {low:g}-{high:g}, got {value}")
+
+    one_of("framework", plan.framework, FRAMEWORKS)
+    one_of("device", plan.device, DEVICES)
+    if plan.precision is not None:
+        one_of("precision", plan.precision, MODEL_PRECISIONS)
+    if not plan.models:
+        problems.append("no models")
+    for model in plan.models:
+        one_of("model", model, MODELS)
+    if not plan.gpus:
+        problems.append("no GPU counts")
+    if len(set(plan.models)) != len(plan.models) or len(set(plan.gpus)) != len(plan.gpus):
+        problems.append("models and GPU counts must not repeat")
+    for count in plan.gpus:
+        within("a GPU count", count, 0, MAX_GPUS)
+    within("batch", plan.batch, 1, MAX_BATCH)
+    within("warmup", plan.warmup, 0, MAX_STEPS)
+    within("steps", plan.steps, 1, MAX_STEPS)
+    within("image_size", plan.image_size, 16, MAX_IMAGE)
+    within("classes", plan.classes, 2, MAX_CLASSES)
+    within("learning_rate", plan.learning_rate, 1e-6, 10.0)
+    within("holdout", plan.holdout, 0.01, 0.9)
+    within("max_epochs", plan.max_epochs, 1, 10_000)
+    if not (math.isfinite(plan.timeout_s) and 0 < plan.timeout_s <= MAX_TIMEOUT):
+        problems.append(f"timeout_s must be in (0, {MAX_TIMEOUT:g}], got {plan.timeout_s}")
+    if (plan.data_dir is None) != (plan.target_accuracy is None):
+        problems.append("a time-to-accuracy run needs both data_dir and target_accuracy")
+    folder = plan.data_dir
+    if folder is not None and not (os.path.isabs(folder) and "\0" not in folder):
+        problems.append(f"data_dir must be an absolute path on the agent, got {plan.data_dir!r}")
+    within("target_accuracy", plan.target_accuracy, 0.01, 1.0)
+    if plan.cluster is not None and len(plan.gpus) != 1:
+        problems.append("a run across servers has one GPU count per server, not a sweep")
+    return problems
+
+
+def _cluster_problems(plan: Plan) -> list[str]:
     role = plan.cluster
     assert role is not None
     problems = []
-    if plan.kinds != ["allreduce"]:
-        problems.append("only all-reduce runs across servers; run the other kinds per server")
     if plan.framework == "tensorflow" and len(role.peers) != role.world:
         problems.append(
             f"a TensorFlow run across servers needs every worker's address ({role.world}), "
@@ -96,20 +158,29 @@ def _cluster_problems(plan: KernelPlan) -> list[str]:
             f"ranks {role.rank_offset}..{role.rank_offset + role.local_ranks - 1} "
             f"do not fit a world of {role.world}"
         )
-    if plan.gpus not in (0, role.local_ranks):
-        problems.append(f"gpus ({plan.gpus}) and the local ranks ({role.local_ranks}) differ")
+    gpus = plan.gpus[0] if isinstance(plan, ModelPlan) and plan.gpus else plan.gpus
+    # A TensorFlow worker is one rank however many GPUs it drives.
+    if plan.framework == "torch" and gpus not in (0, role.local_ranks):
+        problems.append(f"gpus ({gpus}) and the local ranks ({role.local_ranks}) differ")
     return problems
 
 
-def load_plan(path: str | os.PathLike[str]) -> KernelPlan:
-    """A plan from a TOML file's [kernels] table; PlanError says what is wrong with it.
+TABLES: dict[str, type[KernelPlan] | type[ModelPlan]] = {"kernels": KernelPlan, "models": ModelPlan}
+
+
+def load_plans(path: str | os.PathLike[str]) -> list[Plan]:
+    """The plans of a TOML file's [kernels] and [models] tables, in the file's order;
+    PlanError says what is wrong with it.
 
     [kernels]
     framework = "torch"
     set = "quick"
     kinds = ["gemm", "conv"]
     precisions = ["bf16"]
-    max_seconds = 0.5
+
+    [models]
+    models = ["resnet50", "vgg16"]
+    gpus = [1, 2, 4, 8]
     """
     try:
         with open(path, "rb") as file:
@@ -118,18 +189,28 @@ def load_plan(path: str | os.PathLike[str]) -> KernelPlan:
         raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"plan {path} is not valid TOML: {exc}") from exc
-    table = document.get("kernels")
+    strays = sorted(set(document) - set(TABLES))
+    if strays:
+        names = ", ".join(strays)
+        raise PlanError(f"plan {path}: unknown tables {names} (use [kernels], [models])")
+    if not document:
+        raise PlanError(f"plan {path} has no [kernels] or [models] table")
+    return [_plan_from_table(path, name, table) for name, table in document.items()]
+
+
+def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> Plan:
     if not isinstance(table, dict):
-        raise PlanError(f"plan {path} has no [kernels] table")
+        raise PlanError(f"plan {path}: {name} must be a table")
+    cls = TABLES[name]
     # The client assigns a cluster role; a plan file names only what to run.
-    allowed = {"set" if name == "shape_set" else name for name in KernelPlan.__dataclass_fields__}
-    unknown = sorted(set(table) - (allowed - {"cluster"}))
+    renames = {"set": "shape_set"} if cls is KernelPlan else {}
+    allowed = {key for key in cls.__dataclass_fields__ if key != "cluster"}
+    unknown = sorted({renames.get(key, key) for key in table} - allowed)
     if unknown:
-        raise PlanError(f"plan {path}: unknown keys {', '.join(unknown)}")
-    if "set" in table:
-        table["shape_set"] = table.pop("set")
+        raise PlanError(f"plan {path} [{name}]: unknown keys {', '.join(unknown)}")
+    fields = {renames.get(key, key): value for key, value in table.items()}
     try:
-        plan = build(KernelPlan, table, "kernels")
+        plan = build(cls, fields, name)
     except ProtocolError as exc:
         raise PlanError(f"plan {path}: {exc}") from exc
     return check_plan(plan)

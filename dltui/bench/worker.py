@@ -27,6 +27,8 @@ from dltui.protocol.messages import (
     JobResult,
     KernelResult,
     Message,
+    ModelPlan,
+    ModelResult,
     Run,
     from_wire,
     to_wire,
@@ -70,16 +72,26 @@ def main() -> int:
     def emit(message: Message) -> None:
         frames.write(encode_frame(to_wire(message)))
 
-    def on_result(result: KernelResult) -> None:
-        emit(JobResult(run.job, result))
+    def on_result(result: KernelResult | ModelResult) -> None:
+        emit(JobResult.of(run.job, result))
 
-    def on_progress(done: int, total: int, label: str) -> None:
-        emit(JobProgress(run.job, done, total, label))
+    def on_progress(done: int, total: int, label: str, fraction: float | None = None) -> None:
+        emit(JobProgress(run.job, done, total, label, fraction))
 
-    from dltui.bench.suite import run_plan  # the frameworks load here, in the worker only
-
+    plan = run.what
     try:
-        run_plan(check_plan(run.plan), on_result, on_progress, lambda: stopping)
+        if plan is None:
+            raise ValueError("a run carries exactly one of a kernel plan and a model plan")
+        check_plan(plan)
+        # The frameworks load in these modules, in the worker only.
+        if isinstance(plan, ModelPlan):
+            from dltui.bench.training import run_models
+
+            run_models(plan, on_result, on_progress, lambda: stopping)
+        else:
+            from dltui.bench.suite import run_plan
+
+            run_plan(plan, on_result, on_progress, lambda: stopping)
     except Exception as exc:  # anything a framework raises: report it, then fail
         traceback.print_exc()
         emit(JobEnd(run.job, "failed", f"{type(exc).__name__}: {exc}", time.time()))

@@ -35,11 +35,11 @@ from dltui.protocol.messages import (
     Error,
     Hello,
     JobEnd,
-    KernelPlan,
     Link,
     LinkStateName,
     Message,
     Ping,
+    Plan,
     Pong,
     Run,
     Subscribe,
@@ -139,6 +139,7 @@ class AgentConnection:
         self.rate_hz = rate_hz
         self.clock = ClockEstimator()
         self.state: LinkStateName = "connecting"
+        self.welcome: Welcome | None = None
         self._seq = itertools.count(1)
         self._stopping = False
         self._transport: Transport | None = None
@@ -179,10 +180,10 @@ class AgentConnection:
             raise ConnectionError(f"{self.source} is not connected")
         await transport.stream.send(command(next(self._seq)))
 
-    async def run_plan(self, plan: KernelPlan, job: str | None = None) -> str:
+    async def run_plan(self, plan: Plan, job: str | None = None) -> str:
         """Start a benchmark job on this agent; its frames arrive through `on_message`."""
         job = job or new_job_id()
-        await self.send(lambda seq: Run(seq, job, plan))
+        await self.send(lambda seq: Run.of(seq, job, plan))
         self._jobs.add(job)
         return job
 
@@ -202,7 +203,9 @@ class AgentConnection:
         self._transport = transport = await open_transport(self.target)
         try:
             stream = transport.stream
-            welcome = await handshake(stream, self.secret, socket.gethostname(), clock=self.clock)
+            self.welcome = welcome = await handshake(
+                stream, self.secret, socket.gethostname(), clock=self.clock
+            )
             self.on_message(self.source, welcome)
             await stream.send(Subscribe(next(self._seq), self.rate_hz))
             self._link("live")

@@ -1,11 +1,9 @@
-"""`dltui bench …`: run a plan on one or more agents and print results as they come.
+"""`dltui bench kernels|models …`: run a plan on agents and print results as they come.
 
-The same path the TUI uses: the plan goes to each agent as a `run` frame, the agent's worker
-runs it, and results come back as frames, so a local run and a remote one differ only in the
-address. With several agents and all-reduce, the run is one job across them (scale-out): the
-client hands out ranks and the rendezvous, and if one agent's part fails the others are
-cancelled and the error names it. Otherwise each agent runs the plan on its own, side by side.
-Ctrl-C cancels every job and waits for the agents to confirm.
+The same path the TUI uses: the client's connections carry the plan to each agent as a `run`
+frame, the agent's worker runs it, results come back as frames, and a `Campaign` decides what
+runs where (side by side, or one run across servers). A local run and a remote one differ only
+in the address. Ctrl-C cancels every job and waits for the agents to confirm.
 """
 
 from __future__ import annotations
@@ -13,36 +11,37 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from dltui.bench.plan import PlanError, check_plan
-from dltui.bench.table import HEADER, format_row
-from dltui.client.connection import handshake, new_job_id
-from dltui.client.scale_out import assign_ranks
+from dltui.bench.scaling import scaling
+from dltui.bench.table import HEADER, MODEL_HEADER, format_model_row, format_row
+from dltui.client.campaign import Campaign, check_layout
+from dltui.client.connection import AgentConnection
 from dltui.client.target import Target
-from dltui.client.transport import Transport, failure_reason, open_transport
-from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
-    Bye,
-    Cancel,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
+    JobState,
     KernelResult,
+    Link,
     Message,
-    Run,
+    ModelPlan,
+    ModelResult,
+    Plan,
     Welcome,
     to_plain,
 )
 
-# Worst first: the exit code of a run over several agents is its worst agent's.
-EXIT_CODES = {"failed": 1, "refused": 2, "cancelled": 130, "done": 0}
-SEVERITY = list(EXIT_CODES)
+EXIT_CODES: dict[JobState, int] = {"failed": 1, "refused": 2, "cancelled": 130, "done": 0}
+EXIT_UNREACHABLE = 2
+EXIT_REFUSED = 3
+CONNECT_TIMEOUT = 30.0
+CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 
 
 class ProgressBar:
@@ -52,12 +51,12 @@ class ProgressBar:
         self.out, self.width = out, width
         self.live = out.isatty()
 
-    def show(self, done: int, total: int, label: str) -> None:
+    def show(self, done: float, total: int, label: str) -> None:
         if not self.live or total <= 0:
             return
-        filled = round(self.width * done / total)
+        filled = round(self.width * min(done / total, 1.0))
         bar = "█" * filled + "·" * (self.width - filled)
-        self.out.write(f"\r\x1b[2K{bar} {done}/{total} {label[:60]}")
+        self.out.write(f"\r\x1b[2K{bar} {int(done)}/{total} {label[:60]}")
         self.out.flush()
 
     def clear(self) -> None:
@@ -66,201 +65,248 @@ class ProgressBar:
             self.out.flush()
 
 
+class Unreachable(Exception):
+    def __init__(self, target: Target, reason: str, refused: bool) -> None:
+        super().__init__(f"{target.label}: {reason}")
+        self.target, self.reason, self.refused = target, reason, refused
+
+
 @dataclass
-class _Agent:
-    target: Target
-    transport: Transport
-    welcome: Welcome
-    plan: KernelPlan
-    job: str
-    name: str
-    """The hostname, with the address when two agents share one (agents on one host)."""
-    done: int = 0
-    total: int = 0
-    end: JobEnd | None = None
-    cancelled: bool = False
+class _Watch:
+    """What the CLI follows of each agent: who it is, and how far its jobs are."""
 
-    async def cancel(self) -> None:
-        if self.end is None and not self.cancelled:
-            self.cancelled = True
-            await self.transport.stream.send(Cancel(2, self.job))
+    connection: AgentConnection
+    name: str = ""
+    welcome: Welcome | None = None
+    failure: Link | None = None
+    progress: dict[str, JobProgress] = field(default_factory=dict)
 
 
-class _Unreachable(Exception):
-    def __init__(self, target: Target, cause: BaseException) -> None:
-        super().__init__(f"{target.label}: {cause}")
-        self.target, self.cause = target, cause
+class BenchRun:
+    """Connections, a campaign over them, and a table printed as results arrive."""
 
+    def __init__(self, targets: list[Target], plan: Plan, secret: bytes | None) -> None:
+        self.plan = plan
+        self.bar = ProgressBar()
+        self.changed = asyncio.Event()
+        self.watches = {
+            connection.source: _Watch(connection)
+            for connection in (
+                AgentConnection(target, self.receive, secret, CLIENT_RATE_HZ) for target in targets
+            )
+        }
+        self.campaign: Campaign | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self.cancelling: asyncio.Task[None] | None = None
+        self.kernel_results: list[tuple[str, KernelResult]] = []
+        self.model_results: list[tuple[str, ModelResult]] = []
 
-async def _connect(target: Target, secret: bytes | None) -> tuple[Transport, Welcome]:
-    try:
-        transport = await open_transport(target)
-    except OSError as exc:
-        raise _Unreachable(target, exc) from exc
-    try:
-        return transport, await handshake(transport.stream, secret, socket.gethostname())
-    except (OSError, EOFError, ProtocolError) as exc:
-        await transport.close()
-        raise _Unreachable(target, exc) from exc
+    @property
+    def several(self) -> bool:
+        return len(self.watches) > 1
 
+    def receive(self, source: str, message: Message) -> None:
+        watch = self.watches[source]
+        if isinstance(message, Welcome):
+            watch.welcome = message
+        elif isinstance(message, Link) and message.state in ("offline", "auth_failed"):
+            watch.failure = watch.failure or (message if watch.welcome is None else None)
+        if self.campaign is not None:
+            self.campaign.observe(source, message)
+            self._show(watch, message)
+        self.changed.set()
 
-def _describe(welcome: Welcome) -> str:
-    inventory = welcome.inventory
-    gpus = f"{len(inventory.gpus)}× {inventory.gpus[0].name}" if inventory.gpus else "no GPU"
-    return f"{inventory.hostname}: {gpus}"
+    def _jobs(self) -> set[str]:
+        assert self.campaign is not None
+        return {part.job for step in self.campaign.steps for part in step.parts if part.job}
 
+    def _show(self, watch: _Watch, message: Message) -> None:
+        if getattr(message, "job", None) not in self._jobs():
+            return
+        prefix = f"{watch.name[:24]:<24} " if self.several else ""
+        if isinstance(message, JobProgress):
+            watch.progress[message.job] = message
+            self._draw_progress(watch, message)
+        elif isinstance(message, JobResult):
+            self.bar.clear()
+            if message.result is not None:
+                self.kernel_results.append((watch.name, message.result))
+                print(prefix + format_row(message.result), flush=True)
+            if message.model is not None:
+                self.model_results.append((watch.name, message.model))
+                row = format_model_row(message.model, scaling(self.model_results)[-1])
+                print(prefix + row, flush=True)
+        elif isinstance(message, JobEnd):
+            self.bar.clear()
+            if message.error:
+                print(f"# {watch.name}: job {message.state}: {message.error}", file=sys.stderr)
 
-async def run_jobs(
-    targets: list[Target],
-    plan: KernelPlan,
-    secret: bytes | None,
-    json_out: Path | None,
-    rendezvous: tuple[str, int] | None = None,
-) -> int:
-    connected = await asyncio.gather(
-        *(_connect(target, secret) for target in targets), return_exceptions=True
-    )
-    transports = [c[0] for c in connected if isinstance(c, tuple)]
-    try:
-        failed = next((c for c in connected if isinstance(c, BaseException)), None)
-        if failed is not None:
-            raise failed
-        welcomes = [welcome for _, welcome in connected]  # type: ignore[misc]
-        scale_out = len(targets) > 1 and "allreduce" in plan.kinds
-        plans = (
-            assign_ranks(plan, targets, [w.inventory for w in welcomes], rendezvous)
-            if scale_out
-            else [plan] * len(targets)
+    def _draw_progress(self, watch: _Watch, message: JobProgress) -> None:
+        latest = [p for w in self.watches.values() for p in w.progress.values()]
+        done = sum(p.done + (p.fraction or 0.0) for p in latest)
+        total = sum(p.total for p in latest)
+        label = f"{watch.name}: {message.label}" if self.several else message.label
+        self.bar.show(done, total, label)
+
+    async def connect(self) -> None:
+        """Wait until every agent has said who it is; Unreachable names the first that can't."""
+        self.tasks = [
+            asyncio.create_task(watch.connection.run(), name=f"agent {source}")
+            for source, watch in self.watches.items()
+        ]
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            while True:
+                for watch in self.watches.values():
+                    if watch.failure is not None:
+                        link = watch.failure
+                        raise Unreachable(
+                            watch.connection.target,
+                            link.detail or link.state,
+                            link.state == "auth_failed",
+                        )
+                if all(watch.welcome is not None for watch in self.watches.values()):
+                    break
+                self.changed.clear()
+                await self.changed.wait()
+        hostnames = [w.welcome.inventory.hostname for w in self.watches.values() if w.welcome]
+        for watch, hostname in zip(self.watches.values(), hostnames, strict=True):
+            label = watch.connection.target.label
+            watch.name = hostname if hostnames.count(hostname) == 1 else f"{hostname}@{label}"
+
+    async def run(self, across: bool, rendezvous: tuple[str, int] | None, baselines: bool) -> int:
+        connections = [watch.connection for watch in self.watches.values()]
+        self.campaign = campaign = Campaign(
+            self.plan, list(connections), across, rendezvous, baselines
         )
-        hostnames = [welcome.inventory.hostname for welcome in welcomes]
-        names = [
-            name if hostnames.count(name) == 1 else f"{name}@{target.label}"
-            for name, target in zip(hostnames, targets, strict=True)
-        ]
-        agents = [
-            _Agent(*parts, new_job_id(), name)
-            for *parts, name in zip(targets, transports, welcomes, plans, names, strict=True)
-        ]
-        return await _follow(agents, scale_out, json_out)
-    finally:
-        await asyncio.gather(*(transport.close() for transport in transports))
-
-
-async def _follow(agents: list[_Agent], scale_out: bool, json_out: Path | None) -> int:
-    several = len(agents) > 1
-    for agent in agents:
-        print(f"# {_describe(agent.welcome)}; {agent.plan.framework}, set {agent.plan.shape_set}")
-    if scale_out:
-        role = agents[0].plan.cluster
-        assert role is not None
-        where = ", ".join(role.peers) or f"{role.master_addr}:{role.master_port}"
-        unit = "TensorFlow workers" if role.peers else "ranks"
-        print(f"# one all-reduce over {role.world} {unit}; rendezvous {where}")
-    print(f"{'server':<24} {HEADER}" if several else HEADER)
-    inbox: asyncio.Queue[tuple[_Agent, Message | BaseException]] = asyncio.Queue()
-
-    async def listen(agent: _Agent) -> None:
+        for watch in self.watches.values():
+            print(f"# {_describe(watch)}; {_plan_words(self.plan)}")
+        if across:
+            print(f"# one run across {len(connections)} servers" + _rendezvous_words(campaign))
+        print(f"{'server':<24} " * self.several + self._header())
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, self._interrupt)
         try:
-            while agent.end is None:
-                await inbox.put((agent, await agent.transport.stream.receive()))
-        except (OSError, EOFError, ProtocolError) as exc:
-            await inbox.put((agent, exc))
+            state = await campaign.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if across and (failures := campaign.failures(lambda m: self.watches[m.source].name)):
+            print(f"# the run across servers stopped: {'; '.join(failures)}", file=sys.stderr)
+        return EXIT_CODES[state]
 
-    for agent in agents:
-        await agent.transport.stream.send(Run(1, agent.job, agent.plan))
-    listeners = [asyncio.create_task(listen(agent)) for agent in agents]
-    results: list[tuple[str, KernelResult]] = []
-    failures: list[_Agent] = []  # parts of a run across servers that failed, first first
-    bar = ProgressBar()
-    interrupted = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, interrupted.set)
-    try:
-        while any(agent.end is None for agent in agents):
-            get = asyncio.ensure_future(inbox.get())
-            stop = asyncio.ensure_future(interrupted.wait())
-            await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            if interrupted.is_set():
-                interrupted.clear()
-                bar.clear()
-                print("# cancelling …", file=sys.stderr)
-                await asyncio.gather(*(agent.cancel() for agent in agents))
-            if not get.done():
-                get.cancel()
-                continue
-            agent, message = get.result()
-            if isinstance(message, BaseException):
-                reason = f"lost the agent: {failure_reason(message)}"
-                message = JobEnd(agent.job, "failed", reason)
-            if isinstance(message, JobProgress) and message.job == agent.job:
-                agent.done, agent.total = message.done, message.total
-                done, total = sum(a.done for a in agents), sum(a.total for a in agents)
-                bar.show(
-                    done, total, f"{agent.name}: {message.label}" if several else message.label
-                )
-            elif isinstance(message, JobResult) and message.job == agent.job:
-                bar.clear()
-                results.append((agent.name, message.result))
-                row = format_row(message.result)
-                print(f"{agent.name[:24]:<24} {row}" if several else row, flush=True)
-            elif isinstance(message, JobEnd) and message.job == agent.job:
-                bar.clear()
-                agent.end = message
-                if message.error:
-                    print(f"# {agent.name}: job {message.state}: {message.error}", file=sys.stderr)
-                if scale_out and message.state in ("failed", "refused"):
-                    # One part of a collective failed: the others would wait for it forever.
-                    failures.append(agent)
-                    await asyncio.gather(*(other.cancel() for other in agents))
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        for listener in listeners:
-            listener.cancel()
-    for agent in agents:
-        await agent.transport.stream.send(Bye("done", 3))
-    ends = [agent.end for agent in agents if agent.end is not None]
-    if failures:
-        why = "; ".join(f"{a.name} {a.end.state}: {a.end.error}" for a in failures if a.end)
-        print(f"# the run across servers stopped: {why}", file=sys.stderr)
-    if json_out is not None:
-        report = {
+    def _header(self) -> str:
+        return MODEL_HEADER if isinstance(self.plan, ModelPlan) else HEADER
+
+    def _interrupt(self) -> None:
+        self.bar.clear()
+        print("# cancelling …", file=sys.stderr)
+        if self.campaign is not None:
+            self.cancelling = asyncio.create_task(self.campaign.cancel())
+
+    async def close(self) -> None:
+        await asyncio.gather(*(watch.connection.stop() for watch in self.watches.values()))
+        for task in self.tasks:  # some may sleep in a reconnect back-off
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def report(self) -> dict[str, object]:
+        """The whole run as JSON: who the agents are, every job, every result."""
+        jobs = [
+            {
+                "step": step.label,
+                "target": part.member.target.label,
+                "plan": to_plain(part.plan),
+                "state": part.end.state if part.end else None,
+                "error": part.end.error if part.end else None,
+            }
+            for step in (self.campaign.steps if self.campaign else [])
+            for part in step.parts
+        ]
+        scalings = scaling(self.model_results)
+        return {
             "agents": [
                 {
-                    "target": agent.target.label,
-                    "agent": agent.welcome.agent_id,
-                    "inventory": to_plain(agent.welcome.inventory),
-                    "plan": to_plain(agent.plan),
-                    "state": agent.end.state if agent.end else None,
-                    "error": agent.end.error if agent.end else None,
+                    "target": watch.connection.target.label,
+                    "agent": watch.welcome.agent_id if watch.welcome else None,
+                    "inventory": to_plain(watch.welcome.inventory) if watch.welcome else None,
                 }
-                for agent in agents
+                for watch in self.watches.values()
             ],
-            "results": [{"server": name, **to_plain(result)} for name, result in results],
+            "jobs": jobs,
+            "results": [{"server": name, **to_plain(r)} for name, r in self.kernel_results],
+            "models": [
+                {"server": name, **to_plain(result), "efficiency": to_plain(scaled)}
+                for (name, result), scaled in zip(self.model_results, scalings, strict=True)
+            ],
         }
-        json_out.write_text(json.dumps(report, indent=2) + "\n")
-    worst = min((end.state for end in ends), key=SEVERITY.index)
-    return EXIT_CODES[worst]
+
+
+def _describe(watch: _Watch) -> str:
+    assert watch.welcome is not None
+    inventory = watch.welcome.inventory
+    gpus = f"{len(inventory.gpus)}× {inventory.gpus[0].name}" if inventory.gpus else "no GPU"
+    return f"{watch.name}: {gpus}"
+
+
+def _plan_words(plan: Plan) -> str:
+    if isinstance(plan, ModelPlan):
+        return f"{plan.framework}, models {', '.join(plan.models)}"
+    return f"{plan.framework}, set {plan.shape_set}"
+
+
+def _rendezvous_words(campaign: Campaign) -> str:
+    last = campaign.steps[-1].parts[0].plan.cluster
+    if last is None:
+        return ""
+    where = ", ".join(last.peers) or f"{last.master_addr}:{last.master_port}"
+    unit = "TensorFlow workers" if last.peers else "ranks"
+    return f": {last.world} {unit}; rendezvous {where}"
+
+
+async def _bench(
+    targets: list[Target],
+    plan: Plan,
+    secret: bytes | None,
+    json_out: Path | None,
+    across: bool,
+    rendezvous: tuple[str, int] | None,
+    baselines: bool,
+) -> int:
+    bench = BenchRun(targets, plan, secret)
+    try:
+        await bench.connect()
+        code = await bench.run(across, rendezvous, baselines)
+    finally:
+        await bench.close()
+    if json_out is not None:
+        json_out.write_text(json.dumps(bench.report(), indent=2) + "\n")
+    return code
 
 
 def run(
     targets: list[Target],
-    plan: KernelPlan,
+    plan: Plan,
     secret: bytes | None,
     json_out: Path | None,
+    across: bool,
     rendezvous: tuple[str, int] | None = None,
+    baselines: bool = True,
 ) -> int:
     try:
         check_plan(plan)
-    except PlanError as exc:
+        check_layout(plan, len(targets), across)
+    except (PlanError, ValueError) as exc:
         print(f"dltui bench: {exc}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(run_jobs(targets, plan, secret, json_out, rendezvous))
-    except _Unreachable as exc:
-        label = exc.target.label
-        if isinstance(exc.cause, AuthError):
-            print(f"dltui bench: {label} refused the connection: {exc.cause}", file=sys.stderr)
-            return 3
-        print(f"dltui bench: cannot reach {label}: {failure_reason(exc.cause)}", file=sys.stderr)
-        return 2
+        return asyncio.run(_bench(targets, plan, secret, json_out, across, rendezvous, baselines))
+    except Unreachable as exc:
+        if exc.refused:
+            print(f"dltui bench: {exc.target.label} refused the connection: {exc.reason}",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_REFUSED
+        print(f"dltui bench: cannot reach {exc.target.label}: {exc.reason}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except TimeoutError:
+        print(f"dltui bench: not every agent answered within {CONNECT_TIMEOUT:g} s",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_UNREACHABLE

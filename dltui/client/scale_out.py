@@ -1,6 +1,7 @@
 """Scale-out: one plan over several agents, each told its ranks and where rank 0 waits.
 
-The client only hands out numbers; torch.distributed moves the data between the servers.
+The client only hands out numbers; torch.distributed (or tf.distribute) moves the data between
+the servers.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dltui.client.target import Target
-from dltui.protocol.messages import ClusterRole, Inventory, KernelPlan
+from dltui.protocol.messages import ClusterRole, Inventory, ModelPlan, Plan
 
 DEFAULT_RENDEZVOUS_PORT = 29500  # torch.distributed's customary MASTER_PORT
 CPU_RANKS = 2  # processes on a server without GPUs, as a single-server CPU run uses
@@ -19,15 +20,23 @@ def rendezvous_host(target: Target) -> str:
     return "127.0.0.1" if target.kind == "local" else target.host
 
 
+def local_ranks(plan: Plan, inventory: Inventory) -> int:
+    """Ranks on one server: the plan's GPU count, else one per GPU, else CPU processes."""
+    asked = plan.gpus[0] if isinstance(plan, ModelPlan) else plan.gpus
+    if asked:
+        return asked
+    return len(inventory.gpus) if plan.device != "cpu" and inventory.gpus else CPU_RANKS
+
+
 def assign_ranks(
-    plan: KernelPlan,
+    plan: Plan,
     targets: list[Target],
     inventories: list[Inventory],
     rendezvous: tuple[str, int] | None = None,
-) -> list[KernelPlan]:
-    """Each agent's plan: its global ranks (one per GPU, or `plan.gpus` each), in order,
-    with rank 0 on the first agent. TensorFlow runs one worker per agent instead, each
-    listening on the rendezvous port plus its index, on the address the client reached it by."""
+) -> list[Plan]:
+    """Each agent's plan: its global ranks, in order, with rank 0 on the first agent.
+    TensorFlow runs one worker per agent instead (each with its local GPUs), each listening on
+    the rendezvous port plus its index, on the address the client reached it by."""
     if plan.framework == "tensorflow":
         port = rendezvous[1] if rendezvous else DEFAULT_RENDEZVOUS_PORT
         peers = [f"{rendezvous_host(target)}:{port + i}" for i, target in enumerate(targets)]
@@ -36,15 +45,10 @@ def assign_ranks(
             replace(plan, cluster=ClusterRole(host, port, i, 1, len(targets), peers))
             for i in range(len(targets))
         ]
-    counts = [
-        plan.gpus or len(inventory.gpus) or CPU_RANKS
-        if plan.device != "cpu"
-        else plan.gpus or CPU_RANKS
-        for inventory in inventories
-    ]
+    counts = [local_ranks(plan, inventory) for inventory in inventories]
     host, port = rendezvous or (rendezvous_host(targets[0]), DEFAULT_RENDEZVOUS_PORT)
     world = sum(counts)
-    plans = []
+    plans: list[Plan] = []
     offset = 0
     for count in counts:
         role = ClusterRole(host, port, rank_offset=offset, local_ranks=count, world=world)

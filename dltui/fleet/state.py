@@ -23,6 +23,7 @@ from dltui.protocol.messages import (
     Link,
     LinkStateName,
     Message,
+    ModelResult,
     Pong,
     Sample,
     Welcome,
@@ -53,7 +54,10 @@ class JobView:
     label: str = ""
     state: JobState | Literal["running"] = "running"
     error: str | None = None
+    fraction: float | None = None
+    """How far the current case is, where the worker says (training runs)."""
     results: list[KernelResult] = field(default_factory=list)
+    model_results: list[ModelResult] = field(default_factory=list)
     ended: float | None = None
 
 
@@ -165,8 +169,13 @@ class Fleet:
         elif isinstance(message, JobProgress):
             job = server.job(message.job)
             job.done, job.total, job.label = message.done, message.total, message.label
+            job.fraction = message.fraction
         elif isinstance(message, JobResult):
-            server.job(message.job).results.append(message.result)
+            job = server.job(message.job)
+            if message.result is not None:
+                job.results.append(message.result)
+            if message.model is not None:
+                job.model_results.append(message.model)
         elif isinstance(message, JobEnd):
             job = server.job(message.job)
             job.state, job.error, job.ended = message.state, message.error, message.wall

@@ -125,6 +125,84 @@ class KernelPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelPlan:
+    """Training throughput of named CNNs: synthetic ImageNet-shaped data made on the device, or
+    a folder of images trained to a target accuracy. Each entry of `gpus` is one run on this
+    server (a scale-up sweep); with `cluster`, one run across servers.
+
+    Types are checked on decode; names and bounds by `dltui.bench.plan.check_plan`. None means
+    "the fast choice for the device": bf16, channels-last and compilation on a GPU; fp32 and
+    eager on a CPU, where compiling costs more than it saves in a short run.
+    """
+
+    framework: str = "torch"
+    models: list[str] = field(default_factory=lambda: ["resnet50"])
+    gpus: list[int] = field(default_factory=lambda: [1])
+    """GPUs (CPU: processes) per run, in order; 0 means every GPU of the server."""
+    batch: int | None = None
+    """Images per GPU per step; None: the model's default for the device."""
+    precision: str | None = None
+    """fp32, tf32, fp16 or bf16 (16-bit: mixed, weights kept in fp32)."""
+    channels_last: bool | None = None
+    compile: bool | None = None
+    """torch.compile, or XLA (`jit_compile`) in TensorFlow."""
+    warmup: int = 10
+    steps: int = 100
+    image_size: int = 224
+    classes: int = 1000
+    device: str = "auto"
+    learning_rate: float = 0.1
+    """SGD with momentum 0.9, scaled by the global batch over 256 as Goyal et al. do."""
+    data_dir: str | None = None
+    """A folder of images on the agent, one sub-folder per class: time to `target_accuracy`."""
+    target_accuracy: float | None = None
+    """Top-1 on the held-out split (a fraction) that ends a time-to-accuracy run."""
+    holdout: float = 0.2
+    max_epochs: int = 50
+    timeout_s: float = 3600.0
+    cluster: ClusterRole | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResult:
+    """One training run: throughput over the timed steps, or time to a target accuracy."""
+
+    model: str
+    framework: str
+    device: str
+    """"cuda" or "cpu"."""
+    precision: str
+    gpus: int
+    """Replicas over every server of the run (CPU: processes)."""
+    batch: int
+    """Images per replica per step; the global batch is gpus × batch."""
+    servers: int = 1
+    image_size: int = 224
+    compiled: bool = False
+    channels_last: bool = False
+    steps: int = 0
+    images_per_s: float | None = None
+    """The whole run: gpus × batch × steps ÷ the timed steps' wall time."""
+    spread: float | None = None
+    """Images/s, 1.4826 × the median absolute deviation of per-step rates (tf_cnn_benchmarks'
+    jitter)."""
+    step_times: list[float] = field(default_factory=list)
+    """Seconds per timed step, in order (the slowest rank's where there are several)."""
+    data: str = "synthetic"
+    """"synthetic", or "folder" for a time-to-accuracy run."""
+    time_to_accuracy_s: float | None = None
+    """Wall time from the first training step until the held-out top-1 reached the target."""
+    accuracy: float | None = None
+    """The last held-out top-1 measured (a fraction)."""
+    target_accuracy: float | None = None
+    epochs: int | None = None
+    reference: str | None = None
+    """What `reference_images_per_s` is: a published figure for this model and GPU count."""
+    reference_images_per_s: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class KernelResult:
     """One timed case. Times are seconds; rates None where they do not apply."""
 
@@ -267,14 +345,32 @@ class Link(Message):
     offset: float | None = None
 
 
+Plan = KernelPlan | ModelPlan
+
+
 @dataclass(frozen=True, slots=True)
 class Run(Message):
-    """Client → agent: start a benchmark job. Refused before anything runs if the plan is bad."""
+    """Client → agent: start a benchmark job, kernels (`plan`) or training (`models`), exactly
+    one of them. Refused before anything runs if the plan is bad."""
 
     TYPE: ClassVar[str] = "run"
     seq: int
     job: str
-    plan: KernelPlan
+    plan: KernelPlan | None = None
+    models: ModelPlan | None = None
+
+    @classmethod
+    def of(cls, seq: int, job: str, plan: Plan) -> Run:
+        if isinstance(plan, ModelPlan):
+            return cls(seq, job, models=plan)
+        return cls(seq, job, plan=plan)
+
+    @property
+    def what(self) -> Plan | None:
+        """The plan to run; None when the frame carries neither or both."""
+        if (self.plan is None) == (self.models is None):
+            return None
+        return self.plan or self.models
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,15 +385,26 @@ class JobProgress(Message):
     TYPE: ClassVar[str] = "progress"
     job: str
     done: int
+    """Cases finished; a frame with a new `done` starts the next case."""
     total: int
     label: str = ""
+    fraction: float | None = None
+    """How far the current case is (0–1), for cases long enough to say (training runs)."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobResult(Message):
     TYPE: ClassVar[str] = "result"
     job: str
-    result: KernelResult
+    result: KernelResult | None = None
+    model: ModelResult | None = None
+    """A training run's result; a frame carries this or `result`."""
+
+    @classmethod
+    def of(cls, job: str, result: KernelResult | ModelResult) -> JobResult:
+        if isinstance(result, ModelResult):
+            return cls(job, model=result)
+        return cls(job, result=result)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ def tables(path: Path) -> tuple[list[dict], list[dict]]:
         elif isinstance(message, Sample):
             telemetry.extend(_sample_rows(path.stem, record.source, hostnames, message,
                                           reader.header.started))  # fmt: skip
-        elif isinstance(message, JobResult):
+        elif isinstance(message, JobResult) and message.result is not None:
             row = {"recording": path.stem, "server": record.source,
                    "hostname": hostnames.get(record.source, ""), "job": message.job,
                    "received": record.received}  # fmt: skip

@@ -50,7 +50,7 @@ def phases(recording: str, records: list[Record]) -> list[Phase]:
             samples.setdefault(source, []).append((record.received, message))
         elif isinstance(message, JobProgress):
             started[source] = record.received
-        elif isinstance(message, JobResult) and source in started:
+        elif isinstance(message, JobResult) and message.result and source in started:
             start = started.pop(source)
             host = hostnames.get(source, source)
             found.append(Phase(recording, source, host, start, record.received, message.result))

@@ -1,6 +1,6 @@
 """`dltui record`: connect to agents and write every frame they send to a file, headless.
 
-With `--plan FILE` it also runs that benchmark plan on them and stops when it has ended.
+With `--plan FILE` it also runs that file's benchmark plans on them and stops when they end.
 
 For cron and CI: it runs for `--duration` seconds, or until SIGINT or SIGTERM, then closes the
 file cleanly. The connections are the TUI's own, so the file holds exactly what a TUI would
@@ -17,12 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dltui import version
+from dltui.client.campaign import Campaign, is_across
 from dltui.client.connection import AgentConnection
-from dltui.client.run_job import EXIT_CODES, SEVERITY
-from dltui.client.scale_out import assign_ranks
+from dltui.client.run_job import EXIT_CODES
 from dltui.client.target import Target
 from dltui.formatting import fmt_bytes
-from dltui.protocol.messages import JobEnd, JobState, KernelPlan, Message, Welcome
+from dltui.protocol.messages import JobState, Message, Plan, Welcome
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
 
@@ -30,21 +30,20 @@ AFTER_PLAN_S = 2.0
 
 
 class _Tee:
-    """Every frame to the file, and an eye on who has said hello and which jobs have ended."""
+    """Every frame to the file, and on to the campaigns; an eye on who has said hello."""
 
     def __init__(self, writer: RecordingWriter) -> None:
         self.writer = writer
         self.welcomes: dict[str, Welcome] = {}
-        self.ends: dict[str, JobEnd] = {}
+        self.campaigns: list[Campaign] = []
         self.changed = asyncio.Event()
 
     def __call__(self, source: str, message: Message) -> None:
         self.writer.write(source, message)
+        for campaign in self.campaigns:
+            campaign.observe(source, message)
         if isinstance(message, Welcome):
             self.welcomes[source] = message
-            self.changed.set()
-        elif isinstance(message, JobEnd):
-            self.ends[message.job] = message
             self.changed.set()
 
     async def until(self, condition: Callable[[], bool]) -> None:
@@ -53,25 +52,22 @@ class _Tee:
             await self.changed.wait()
 
 
-async def _run_plan(
-    plan: KernelPlan, targets: list[Target], connections: list[AgentConnection], tee: _Tee
-) -> JobState:
-    """Run the plan on every agent (one run across them for a multi-agent all-reduce) and
-    wait for every job to end; the worst end is the recording's exit status."""
+async def _run_plans(plans: list[Plan], connections: list[AgentConnection], tee: _Tee) -> JobState:
+    """Run the plans one after the other, each on every agent (one run across them for a
+    multi-agent all-reduce), and wait for every job to end; the worst end is the recording's
+    exit status, and a plan that does not end `done` stops the rest."""
     sources = [connection.source for connection in connections]
     await asyncio.wait_for(tee.until(lambda: all(s in tee.welcomes for s in sources)), 60)
-    plans = [plan] * len(connections)
-    if len(connections) > 1 and "allreduce" in plan.kinds:
-        inventories = [tee.welcomes[source].inventory for source in sources]
-        plans = assign_ranks(plan, targets, inventories)
-    jobs = [await c.run_plan(p) for c, p in zip(connections, plans, strict=True)]
-    await tee.until(lambda: all(job in tee.ends for job in jobs))
-    states = [tee.ends[job].state for job in jobs]
-    for job, connection in zip(jobs, connections, strict=True):
-        if tee.ends[job].error:
-            print(f"dltui record: {connection.source}: job {tee.ends[job].state}: "
-                  f"{tee.ends[job].error}", file=sys.stderr)  # fmt: skip
-    return min(states, key=SEVERITY.index)
+    state: JobState = "done"
+    for plan in plans:
+        campaign = Campaign(plan, list(connections), is_across(plan, len(connections)))
+        tee.campaigns.append(campaign)
+        state = await campaign.run()
+        for failure in campaign.failures():
+            print(f"dltui record: {failure}", file=sys.stderr)
+        if state != "done":
+            break
+    return state
 
 
 async def record(
@@ -80,7 +76,7 @@ async def record(
     duration: float | None,
     secret: bytes | None,
     rate_hz: float,
-    plan: KernelPlan | None = None,
+    plans: list[Plan],
 ) -> int:
     header = Header(
         dltui=version(),
@@ -106,8 +102,8 @@ async def record(
     state: JobState = "done"
     try:
         waits = [asyncio.ensure_future(stop.wait())]
-        if plan is not None:
-            waits.append(asyncio.ensure_future(_run_plan(plan, targets, connections, tee)))
+        if plans:
+            waits.append(asyncio.ensure_future(_run_plans(plans, connections, tee)))
         done, pending = await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
         for future in pending:
             future.cancel()
@@ -116,7 +112,7 @@ async def record(
             state = finished[0].result()
             # A moment more, so the telemetry shows the servers settling after the plan.
             await asyncio.wait([waits[0]], timeout=AFTER_PLAN_S)
-        elif plan is not None:
+        elif plans:
             state = "cancelled"  # stopped by a signal or the duration before the plan ended
     except TimeoutError:
         print("dltui record: not every agent answered within 60 s", file=sys.stderr)
@@ -138,6 +134,6 @@ def run(
     duration: float | None,
     secret: bytes | None,
     rate_hz: float,
-    plan: KernelPlan | None = None,
+    plans: list[Plan],
 ) -> int:
-    return asyncio.run(record(targets, path, duration, secret, rate_hz, plan))
+    return asyncio.run(record(targets, path, duration, secret, rate_hz, plans))

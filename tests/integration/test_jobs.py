@@ -156,6 +156,6 @@ def test_bench_kernels_command_prints_a_table_and_writes_json(tmp_path):
     assert lines[1].split()[:3] == ["kind", "shape", "pass"]
     rows = [line for line in lines[2:] if line.startswith("gemm")]
     report = json.loads(out.read_text())
-    assert [agent["state"] for agent in report["agents"]] == ["done"]
+    assert [job["state"] for job in report["jobs"]] == ["done"]
     assert len(report["results"]) == len(rows) > 0
     assert all(r["tflops"] > 0 for r in report["results"])

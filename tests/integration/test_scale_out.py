@@ -39,10 +39,10 @@ def test_all_reduce_across_two_agents(agent_factory, tmp_path):
     )  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert result.returncode == 0, result.stderr
-    assert "one all-reduce over 2 ranks" in result.stdout
+    assert "one run across 2 servers: 2 ranks" in result.stdout
     report = json.loads(out.read_text())
-    assert [agent["state"] for agent in report["agents"]] == ["done", "done"]
-    roles = [agent["plan"]["cluster"] for agent in report["agents"]]
+    assert [job["state"] for job in report["jobs"]] == ["done", "done"]
+    roles = [job["plan"]["cluster"] for job in report["jobs"]]
     assert [(r["rank_offset"], r["local_ranks"], r["world"]) for r in roles] == [
         (0, 1, 2),
         (1, 1, 2),
@@ -85,7 +85,7 @@ def test_tensorflow_all_reduce_across_two_agents(agent_factory, tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
-    assert [agent["state"] for agent in report["agents"]] == ["done", "done"]
+    assert [job["state"] for job in report["jobs"]] == ["done", "done"]
     assert all(row["server"].endswith(first.address) for row in report["results"])
     assert len(report["results"]) == 2  # the tiny set's two sizes, from worker 0 only
     for row in report["results"]:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from dltui.bench.plan import PlanError, check_plan
-from dltui.protocol.messages import KernelPlan
+from dltui.protocol.messages import KernelPlan, ModelPlan
 
 GOOD = KernelPlan(framework="torch", shape_set="tiny", kinds=["gemm", "conv"], precisions=["bf16"])
 
@@ -46,24 +46,63 @@ def test_all_problems_are_reported_at_once():
 
 
 def test_plan_files(tmp_path):
-    from dltui.bench.plan import load_plan
+    from dltui.bench.plan import load_plans
 
     good = tmp_path / "good.toml"
-    good.write_text('[kernels]\nframework = "tensorflow"\nset = "tiny"\nprecisions = ["bf16"]\n')
-    assert load_plan(good) == KernelPlan(framework="tensorflow", shape_set="tiny",
-                                         precisions=["bf16"])  # fmt: skip
+    good.write_text(
+        '[models]\nmodels = ["vgg16"]\ngpus = [1, 2]\n'
+        '[kernels]\nframework = "tensorflow"\nset = "tiny"\nprecisions = ["bf16"]\n'
+    )
+    assert load_plans(good) == [  # in the file's order
+        ModelPlan(models=["vgg16"], gpus=[1, 2]),
+        KernelPlan(framework="tensorflow", shape_set="tiny", precisions=["bf16"]),
+    ]
     cases = {
         "[kernels\n": "not valid TOML",
-        "[models]\n": "no [kernels] table",
+        "": "no [kernels] or [models] table",
+        "[training]\n": "unknown tables training",
         '[kernels]\ncluster = {master_addr = "x"}\n': "unknown keys cluster",
         '[kernels]\niterations = "many"\n': "expected int",
         '[kernels]\nkinds = ["gemm", "fft"]\n': "unknown kernel 'fft'",
+        '[models]\nmodels = ["bert"]\n': "unknown model 'bert'",
+        '[models]\nset = "quick"\n': "unknown keys set",
     }
     for text, words in cases.items():
         path = tmp_path / "plan.toml"
         path.write_text(text)
         with pytest.raises(PlanError) as raised:
-            load_plan(path)
+            load_plans(path)
         assert words in str(raised.value)
     with pytest.raises(PlanError, match="cannot read"):
-        load_plan(tmp_path / "missing.toml")
+        load_plans(tmp_path / "missing.toml")
+
+
+def test_a_good_model_plan_passes_and_the_defaults_are_valid():
+    plan = ModelPlan(models=["resnet50", "alexnet"], gpus=[1, 2, 4, 0], precision="fp16")
+    assert check_plan(plan) is plan
+    assert check_plan(ModelPlan()) == ModelPlan()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"models": ["resnet50", "bert; rm -rf /"]}, ["unknown model 'bert; rm -rf /'"]),
+        ({"models": []}, ["no models"]),
+        ({"gpus": []}, ["no GPU counts"]),
+        ({"gpus": [1, 1]}, ["must not repeat"]),
+        ({"gpus": [-2]}, ["a GPU count must be"]),
+        ({"precision": "mixed"}, ["unknown precision 'mixed'"]),
+        ({"batch": 0}, ["batch must be"]),
+        ({"steps": 0}, ["steps must be"]),
+        ({"image_size": 8}, ["image_size must be"]),
+        ({"learning_rate": float("inf")}, ["learning_rate must be"]),
+        ({"data_dir": "/data/digits"}, ["needs both data_dir and target_accuracy"]),
+        ({"data_dir": "digits", "target_accuracy": 0.9}, ["absolute path"]),
+        ({"data_dir": "/d", "target_accuracy": 1.5}, ["target_accuracy must be"]),
+    ],
+)
+def test_bad_model_plans_are_refused(change, words):
+    with pytest.raises(PlanError) as raised:
+        check_plan(replace(ModelPlan(), **change))
+    for word in words:
+        assert word in str(raised.value)

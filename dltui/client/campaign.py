@@ -1,0 +1,206 @@
+"""A campaign: one benchmark plan over the agents a user chose, run the way the plan asks.
+
+- Side by side: each agent runs the plan on its own (one agent is the simplest case).
+- Across (scale-out): one run over all the agents. The client hands out ranks and the
+  rendezvous, the frameworks move the data. If one agent's part fails, the others are cancelled
+  at once, since they would wait in a collective for a dead peer, and the failure names it.
+- A model plan run across servers first measures what its scaling is judged against: one GPU
+  and one whole server, on the first agent (`baselines`).
+
+Members are anything that can start and cancel a job on an agent (the TUI's and the recorder's
+`AgentConnection`s). A campaign learns how jobs go only from the frames it is shown
+(`observe`), so `dltui bench`, `dltui record` and the TUI's launcher run plans the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from dltui.client.scale_out import assign_ranks, local_ranks
+from dltui.client.target import Target
+from dltui.protocol.messages import (
+    JobEnd,
+    JobState,
+    KernelPlan,
+    Link,
+    Message,
+    ModelPlan,
+    Plan,
+    Welcome,
+)
+
+SEVERITY: tuple[JobState, ...] = ("failed", "refused", "cancelled", "done")
+"""Worst first: a campaign ends as its worst job did."""
+
+
+class Member(Protocol):
+    source: str
+    target: Target
+    welcome: Welcome | None
+    """The agent's last welcome: its inventory sizes the ranks of a run across servers."""
+
+    async def run_plan(self, plan: Plan, job: str | None = None) -> str: ...
+
+    async def cancel(self, job: str) -> None: ...
+
+
+@dataclass
+class Part:
+    """One job of a step, on one member."""
+
+    member: Member
+    plan: Plan
+    job: str | None = None
+    end: JobEnd | None = None
+    cancel_sent: bool = False
+
+
+@dataclass
+class Step:
+    """Jobs that run together: one per member side by side, or the parts of one run across."""
+
+    label: str
+    parts: list[Part]
+    across: bool
+
+    @property
+    def state(self) -> JobState | Literal["waiting", "running"]:
+        if all(part.end is not None for part in self.parts):
+            return worst(part.end.state for part in self.parts if part.end is not None)
+        return "running" if any(part.job for part in self.parts) else "waiting"
+
+
+def worst(states: object) -> JobState:
+    return min(states, key=SEVERITY.index, default="done")  # type: ignore[call-overload]
+
+
+def check_layout(plan: Plan, members: int, across: bool) -> None:
+    """ValueError when the plan cannot run this way, before any agent is asked."""
+    if not members:
+        raise ValueError("a campaign needs at least one agent")
+    if across and members < 2:
+        raise ValueError("a run across servers needs at least two agents")
+    if across and isinstance(plan, KernelPlan) and plan.kinds != ["allreduce"]:
+        raise ValueError("only all-reduce runs across servers; run the other kinds side by side")
+    if across and isinstance(plan, ModelPlan) and len(plan.gpus) != 1:
+        raise ValueError("a run across servers uses one GPU count per server (0: all), not a sweep")
+
+
+def is_across(plan: Plan, members: int) -> bool:
+    """The default: an all-reduce over several agents is one collective across them; anything
+    else runs side by side unless asked."""
+    return members > 1 and isinstance(plan, KernelPlan) and "allreduce" in plan.kinds
+
+
+@dataclass
+class Campaign:
+    plan: Plan
+    members: list[Member]
+    across: bool = False
+    rendezvous: tuple[str, int] | None = None
+    baselines: bool = True
+    steps: list[Step] = field(default_factory=list)
+    cancelled: bool = False
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        """The steps are made now: every member must have said who it is (its welcome)."""
+        check_layout(self.plan, len(self.members), self.across)
+        self.steps = self._make_steps()
+
+    def observe(self, source: str, message: Message) -> None:
+        """Every frame from every member: job ends, and agents lost mid-job."""
+        if isinstance(message, JobEnd):
+            for part in self._running(source):
+                if part.job == message.job:
+                    part.end = message
+                    self._changed.set()
+        elif isinstance(message, Link) and message.state in ("offline", "auth_failed"):
+            for part in self._running(source):
+                why = f"lost the agent: {message.detail or message.state}"
+                part.end = JobEnd(part.job or "", "failed", why, message.wall)
+                self._changed.set()
+
+    def _running(self, source: str) -> list[Part]:
+        return [
+            part
+            for step in self.steps
+            for part in step.parts
+            if part.member.source == source and part.job is not None and part.end is None
+        ]
+
+    async def run(self) -> JobState:
+        """Run every step in order; stop at the first that does not end `done`."""
+        for step in self.steps:
+            if self.cancelled:
+                break
+            if await self._run_step(step) != "done":
+                break
+        return worst(step.state for step in self.steps if step.state not in ("waiting",))
+
+    async def cancel(self) -> None:
+        """Cancel every running job (and run no further step); the jobs' ends still arrive."""
+        self.cancelled = True
+        await asyncio.gather(*(self._cancel(part) for step in self.steps for part in step.parts))
+
+    def failures(self, name: Callable[[Member], str] = lambda member: member.source) -> list[str]:
+        """Why the parts that failed or were refused did, each named by `name`."""
+        return [
+            f"{name(part.member)} {part.end.state}: {part.end.error}"
+            for step in self.steps
+            for part in step.parts
+            if part.end is not None and part.end.state in ("failed", "refused")
+        ]
+
+    def _make_steps(self) -> list[Step]:
+        plan, members = self.plan, self.members
+        if not self.across:
+            return [Step("side by side", [Part(member, plan) for member in members], False)]
+        inventories = []
+        for member in members:
+            if member.welcome is None:
+                raise RuntimeError(f"{member.source} has not said who it is yet")
+            inventories.append(member.welcome.inventory)
+        steps = []
+        if isinstance(plan, ModelPlan) and self.baselines:
+            first = members[0]
+            counts = list(dict.fromkeys([1, local_ranks(plan, inventories[0])]))
+            baseline = replace(plan, gpus=counts)
+            steps.append(Step(f"baseline on {first.source}", [Part(first, baseline)], False))
+        targets = [member.target for member in members]
+        plans = assign_ranks(plan, targets, inventories, self.rendezvous)
+        parts = [Part(member, part) for member, part in zip(members, plans, strict=True)]
+        steps.append(Step(f"across {len(members)} servers", parts, True))
+        return steps
+
+    async def _run_step(self, step: Step) -> JobState:
+        for part in step.parts:
+            try:
+                part.job = await part.member.run_plan(part.plan)
+            except (ConnectionError, OSError) as exc:
+                part.job = ""
+                part.end = JobEnd("", "failed", f"cannot start the job: {exc}")
+        while True:
+            if step.across and any(
+                part.end is not None and part.end.state in ("failed", "refused")
+                for part in step.parts
+            ):
+                await asyncio.gather(*(self._cancel(part) for part in step.parts))
+            if all(part.end is not None for part in step.parts):
+                break
+            self._changed.clear()
+            await self._changed.wait()
+        state = step.state
+        assert state not in ("waiting", "running")
+        return state
+
+    async def _cancel(self, part: Part) -> None:
+        if part.job and part.end is None and not part.cancel_sent:
+            part.cancel_sent = True
+            try:
+                await part.member.cancel(part.job)
+            except (ConnectionError, OSError):
+                pass  # the agent is gone: its Link frame ends the part
