@@ -44,8 +44,8 @@ def test_all_reduce_across_two_hosts(cluster, secret_file, tmp_path):
     assert result.returncode == 0, result.stderr + cluster.log(1) + cluster.log(2)
     report = json.loads(out.read_text())
     rendezvous = cluster.address(1).rsplit(":", 1)[0]
-    assert [a["plan"]["cluster"]["master_addr"] for a in report["agents"]] == [rendezvous] * 2
-    assert [a["state"] for a in report["agents"]] == ["done", "done"]
+    assert [job["plan"]["cluster"]["master_addr"] for job in report["jobs"]] == [rendezvous] * 2
+    assert [job["state"] for job in report["jobs"]] == ["done", "done"]
     assert report["results"] and all(r["gbps"] > 0 for r in report["results"])
 
 
