@@ -12,15 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dltui.client.target import (
-    DEFAULT_REMOTE_DLTUI,
-    SshOptions,
-    Target,
-    TlsOptions,
-    parse_host_port,
-    parse_remote_dltui,
-    parse_target,
-)
+from dltui.client.options import add_connection_options, reach
+from dltui.client.target import Target, parse_host_port, parse_target
 from dltui.protocol.auth import SecretFileError, load_secret
 
 
@@ -48,73 +41,6 @@ def _rate(text: str) -> float:
     return rate
 
 
-def _remote_dltui(text: str) -> tuple[str, ...]:
-    try:
-        return parse_remote_dltui(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _secret_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    parser.add_argument(
-        "--secret-file",
-        metavar="FILE",
-        help="shared secret for agents reached over the network (mode 0600)",
-    )
-
-
-def _connection_options(parser: argparse.ArgumentParser) -> None:
-    """How every command that connects reaches agents: the same options everywhere."""
-    group = parser.add_argument_group(
-        "reaching agents",
-        "AGENT is local, HOST[:PORT], tls://HOST[:PORT] or ssh://[USER@]HOST[:PORT]. "
-        "Any --tls-* option makes HOST:PORT agents use TLS too.",
-    )
-    _secret_option(group)
-    group.add_argument(
-        "--tls-ca", metavar="FILE", help="CA (PEM) that signed the agents' certificates "
-        "(default: the system's trust store)"
-    )  # fmt: skip
-    group.add_argument(
-        "--tls-cert", metavar="FILE", help="client certificate (PEM), for agents that require "
-        "one (mutual TLS)"
-    )  # fmt: skip
-    group.add_argument("--tls-key", metavar="FILE", help="the client certificate's key (PEM)")
-    group.add_argument(
-        "--ssh-config", metavar="FILE", help="ssh_config for ssh:// agents (default: ssh's own)"
-    )
-    group.add_argument(
-        "--remote-dltui",
-        metavar="CMD",
-        type=_remote_dltui,
-        default=DEFAULT_REMOTE_DLTUI,
-        help="how ssh:// hosts run dltui (default: dltui on the remote PATH; e.g. "
-        "'~/venv/bin/dltui' or 'python3 -m dltui')",
-    )
-
-
-def _reach(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, targets: list[Target]
-) -> list[Target]:
-    """The targets with the connection options applied, each once; TLS files are checked now
-    so that a bad one is a usage error rather than every connection failing."""
-    if bool(args.tls_cert) != bool(args.tls_key):
-        parser.error("--tls-cert and --tls-key go together")
-    tls = None
-    if args.tls_ca or args.tls_cert:
-        import ssl
-
-        from dltui.client.tls import client_context
-
-        tls = TlsOptions(args.tls_ca, args.tls_cert, args.tls_key)
-        try:
-            client_context(tls)
-        except (OSError, ssl.SSLError) as exc:
-            parser.error(f"cannot use the TLS files: {exc}")
-    ssh = SshOptions(args.remote_dltui, args.ssh_config)
-    return list(dict.fromkeys(target.reached_with(tls, ssh) for target in targets))
-
-
 def _tui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui",
@@ -137,7 +63,7 @@ def _tui_parser() -> argparse.ArgumentParser:
         "agents", nargs="*", type=_target, metavar="AGENT", help="see 'reaching agents' below"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _connection_options(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -157,7 +83,9 @@ def _agent_parser() -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
     )
     security = parser.add_argument_group("security")
-    _secret_option(security)
+    security.add_argument(
+        "--secret-file", metavar="FILE", help="a secret clients must prove they know (mode 0600)"
+    )
     security.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate")
     security.add_argument("--tls-key", metavar="FILE", help="the certificate's key (PEM)")
     security.add_argument(
@@ -173,7 +101,7 @@ def _probe_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("agent", type=_target, metavar="AGENT", help="see 'reaching agents'")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    _connection_options(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -208,7 +136,7 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
-    _connection_options(parser)
+    add_connection_options(parser)
 
 
 def _bench_parser() -> argparse.ArgumentParser:
@@ -320,7 +248,7 @@ def _record_parser() -> argparse.ArgumentParser:
         "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop after"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _connection_options(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -384,7 +312,7 @@ def _run_probe(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.client.probe import probe
 
-    (target,) = _reach(parser, args, [args.agent])
+    (target,) = reach(parser, args, [args.agent])
     return probe(target, secret, as_json=args.json)
 
 
@@ -399,7 +327,7 @@ def _run_bench(argv: list[str]) -> int:
     parser = _bench_parser() if argv[0] == "kernels" else _models_parser()
     args = parser.parse_args(argv[1:])
     secret = _secret(parser, args.secret_file)
-    targets = _reach(parser, args, args.agent or [Target("local")])
+    targets = reach(parser, args, args.agent or [Target("local")])
     plan: KernelPlan | ModelPlan
     if argv[0] == "kernels":
         plan = KernelPlan(
@@ -456,7 +384,7 @@ def _run_record(argv: list[str]) -> int:
             plans = load_plans(args.plan)
         except PlanError as exc:
             parser.error(str(exc))
-    targets = _reach(parser, args, args.agents or [Target("local")])
+    targets = reach(parser, args, args.agents or [Target("local")])
     return run(targets, args.output, args.duration, secret, args.rate, plans)
 
 
@@ -528,7 +456,7 @@ def _run_tui(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.tui.app import create_app
 
-    targets = _reach(parser, args, args.agents or [Target("local")])  # each server once
+    targets = reach(parser, args, args.agents or [Target("local")])  # each server once
     app = create_app(targets, secret=secret, rate_hz=args.rate)
     app.run()
     return app.return_code or 0
