@@ -12,6 +12,7 @@ from importlib import metadata
 
 from dltui.protocol.messages import GpuInfo, GpuSample, Inventory, Sample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
+from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, merge_slow
 
 TIMEOUT = 10.0
@@ -49,6 +50,7 @@ class FakeGateway:
         self.release_slow.set()
         self.slow_reads = 0
         self.closed = False
+        self.watch = CallWatch()
 
     def open(self) -> None:
         pass

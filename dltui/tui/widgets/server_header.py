@@ -45,11 +45,22 @@ def link_state(server: ServerView, now: float) -> list[Content]:
     return lines
 
 
+CLOCK_SKEW_SHOWN = 1.0
+"""Seconds of clock offset from which the header calls it a skew: the series are aligned on
+this client's clock anyway, but a server whose clock is that far off wants fixing."""
+
+
 def link_quality(server: ServerView) -> Content:
     rtt = f"{server.rtt * 1e3:.1f} ms" if server.rtt is not None else "–"
-    offset = f"{server.offset * 1e3:+.1f} ms" if server.offset is not None else "–"
     parts: list[str | tuple[str, str]] = [("rtt ", "$text-muted"), rtt]
-    parts += [("  offset ", "$text-muted"), offset]
+    offset = server.offset
+    if offset is not None and abs(offset) >= CLOCK_SKEW_SHOWN:
+        parts.append((f"  clock {offset:+.1f} s", "bold $text-warning"))
+    else:
+        parts += [
+            ("  offset ", "$text-muted"),
+            f"{offset * 1e3:+.1f} ms" if offset is not None else "–",
+        ]
     if server.dropped:
         parts.append((f"  dropped {server.dropped}", "bold $text-warning"))
     return Content.assemble(*parts)
