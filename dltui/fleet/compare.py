@@ -121,12 +121,20 @@ def model_column(server: str, result: ModelResult) -> str:
 
 
 def server_names(fleet: Fleet) -> dict[str, str]:
-    """A short name per source: its hostname, or the source where two hostnames agree."""
+    """A short name per source: its hostname, or the source where two hostnames agree, less
+    an address every source shares (recordings replayed side by side: "monday/gpu:7070" and
+    "friday/gpu:7070" are "monday" and "friday")."""
     hostnames = [server.name for server in fleet.servers.values()]
-    return {
+    names = {
         source: server.name if hostnames.count(server.name) == 1 else source
         for source, server in fleet.servers.items()
     }
+    tails = {name.partition("/")[2] for name in names.values()}
+    if len(tails) == 1 and "" not in tails:
+        short = {source: name.partition("/")[0] for source, name in names.items()}
+        if len(set(short.values())) == len(short):
+            return short
+    return names
 
 
 @dataclass

@@ -76,7 +76,7 @@ class Phase:
             if energy is not None:
                 seen = self._energy.setdefault(gpu.index, _Energy())
                 if seen.value is not None and energy != seen.value:
-                    seen.first = seen.first or (t, seen.value)
+                    seen.first = seen.first or (t, energy)
                     seen.last = (t, energy)
                 seen.value = energy
 
@@ -158,6 +158,8 @@ class PhaseTracker:
             if self._done.get(key) != message.done:
                 self._done[key] = message.done
                 self._close(source, t)  # a case without a result ends unfinished
+                if message.done >= message.total:
+                    return None  # the job's last word: every case is done
                 phase = Phase(source, message.job, message.done, message.label, t)
                 self.open[source] = phase
                 self.phases.append(phase)

@@ -19,6 +19,7 @@ from dltui.formatting import fmt_bytes
 from dltui.tui.widgets.spark import PhaseSpan, cell_of, cells, phase_marks, scale_top, sparkline
 
 LABEL_WIDTH = 6
+RECENT_PHASES = 200  # more than fit a chart's two minutes, however short the cases
 BAND_STYLES = ("", " on $accent 12%", " on $accent 24%", " on $accent 55%")
 """Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
 DEFAULT_WIDTH = 34
@@ -119,6 +120,11 @@ class FleetPanel(Widget):
 
     def lines(self, width: int) -> list[Content]:
         raise NotImplementedError
+
+    def spans(self) -> list[PhaseSpan]:
+        """The server's recent benchmark phases, for the bands behind its charts."""
+        recent = self.server.phases[-RECENT_PHASES:]
+        return [(phase.start, phase.end, phase.case) for phase in recent]
 
     def sync(self, version: int) -> bool:
         """Redraw if the fleet changed since this panel last drew; cheap, the work is in

@@ -38,18 +38,19 @@ class ServerStrip(HorizontalScroll):
         new = [ServerColumn(server) for server in servers]
         self.columns += new
         await self.mount_all(new)
-        self._share_width()
+        self.share_width()
 
     def on_resize(self) -> None:
-        self._share_width()
+        self.share_width()
 
-    def _share_width(self) -> None:
+    def share_width(self) -> None:
         """Columns share the width, never narrower than MIN_COLUMN: one server gets long
         sparklines, and many scroll sideways."""
-        if not self.columns or not self.size.width:
+        shown = [column for column in self.columns if column.display]
+        if not shown or not self.size.width:
             return
-        width = max(MIN_COLUMN, self.size.width // len(self.columns))
-        for column in self.columns:
+        width = max(MIN_COLUMN, self.size.width // len(shown))
+        for column in shown:
             column.styles.width = width
 
     def on_screen(self) -> list[ServerColumn]:
@@ -57,7 +58,8 @@ class ServerStrip(HorizontalScroll):
         return [column for column in self.columns if self.screen.can_view_partial(column)]
 
     def _column_width(self) -> int:
-        return (self.columns[0].outer_size.width or 1) if self.columns else 1
+        shown = [column for column in self.columns if column.display]
+        return (shown[0].outer_size.width or 1) if shown else 1
 
     def action_step(self, direction: int) -> None:
         width = self._column_width()

@@ -95,3 +95,24 @@ def phase_marks(
         if begin >= first_cell:
             marks[begin - first_cell] = 3
     return marks
+
+
+def chart(values: Sequence[float], top: float, width: int, height: int) -> list[str]:
+    """A chart `height` rows tall, top row first, in eighth-blocks: the newest `width` values,
+    newest at the right, padded on the left; NaN is a gap."""
+    shown = values[-width:] if width > 0 else []
+    pad = width - len(shown)
+    levels = [
+        None if math.isnan(v) else round(min(max(v / top, 0.0), 1.0) * height * 8) for v in shown
+    ]
+    rows = []
+    for row in range(height - 1, -1, -1):
+        chars = []
+        for level in levels:
+            if level is None:
+                chars.append(GAP)
+                continue
+            eighths = min(max(level - row * 8, 0 if row else 1), 8)  # a zero still shows
+            chars.append(BLOCKS[eighths - 1] if eighths else " ")
+        rows.append(GAP * pad + "".join(chars))
+    return rows
