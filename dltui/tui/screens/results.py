@@ -161,11 +161,9 @@ class ResultsScreen(Screen[None]):
             table.add_row(Text(row.label), *cells)
         if rows:
             table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
-        base = "published reference (DeepBench V100, tf_cnn_benchmarks)"
-        if self.baseline != REFERENCE:
-            base = self.baseline
-        settings = (f"metric [b]{METRIC_WORDS[self.metric]}[/b] (m) · ratios against "
-                    f"[b]{base}[/b] (b) · s sorts by the cursor's column · e exports")  # fmt: skip
+        base = "the published figure" if self.baseline == REFERENCE else self.baseline
+        settings = (f"[b]{METRIC_WORDS[self.metric]}[/b] (m), ratio to [b]{base}[/b] (b) · "
+                    "s sort by the cursor's column · e export")  # fmt: skip
         self.query_one("#settings", Static).update(settings)
 
     def action_baseline(self) -> None:

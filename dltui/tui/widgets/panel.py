@@ -20,7 +20,7 @@ from dltui.tui.widgets.spark import PhaseSpan, cell_of, cells, phase_marks, scal
 
 LABEL_WIDTH = 6
 RECENT_PHASES = 200  # more than fit a chart's two minutes, however short the cases
-BAND_STYLES = ("", " on $accent 12%", " on $accent 24%", " on $accent 55%")
+BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
 """Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
 DEFAULT_WIDTH = 34
 GIB = 2**30
