@@ -37,6 +37,9 @@ def during(case: str, into: float) -> Callable[[ReplaySet], float]:
     return moment
 
 
+LIGHT = "textual-light"
+
+
 def the_end(replay: ReplaySet) -> float:
     return replay.length
 
@@ -94,8 +97,6 @@ SCENES = (
     Scene("phases", (H200,), (140, 36), the_end, keys=("v", "p")),
     Scene("detail", (H200,), (140, 60), during("64500000", 0.4), keys=("d",)),
     Scene("launcher", (H200, CPU), (100, 30), the_end, screen=LauncherScreen),
-    Scene(
-        "light-80x24", (H200,), (80, 24), during("8448x48000x2816", 0.5), theme="textual-light"
-    ),  # fmt: skip
+    Scene("light-80x24", (H200,), (80, 24), during("8448x48000x2816", 0.5), theme=LIGHT),
     Scene("help", (H200,), (120, 45), the_end, keys=("question_mark",)),
 )
