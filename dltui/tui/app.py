@@ -39,7 +39,7 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import ServerStrip
 
-REDRAW_HZ = 4.0
+REDRAW_HZ = 2.0  # as often as a sparkline cell (0.5 s) moves on
 STOP_TIMEOUT = 5.0  # a local agent gets 3 s to exit before it is killed; allow for that
 MAIN_SCREEN_ACTIONS = ("detail", "filter", "record", "help")
 THEMES = ("textual-dark", "textual-light")
@@ -50,7 +50,7 @@ class DltuiApp(App[None]):
     """Servers side by side, one column each; the app owns the fleet and the connections."""
 
     TITLE = "dltui"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),

@@ -15,7 +15,12 @@ MIN_COLUMN = 40
 
 class ServerStrip(HorizontalScroll):
     """← → move by one server, so the columns on screen are never cut in half (an arrow
-    key's default single cell would take 40 presses to reach the next server)."""
+    key's default single cell would take 40 presses to reach the next server).
+
+    Only the columns within a screen's width of the view keep their panels laid out: Textual
+    arranges every displayed widget on each scroll, and 64 servers × 8 GPUs of panels would
+    make a key press wait for 700 placements (benchmarks/ui_scale.py).
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "step(-1)", "Previous server", show=False),
@@ -33,6 +38,7 @@ class ServerStrip(HorizontalScroll):
     def __init__(self) -> None:
         super().__init__()
         self.columns: list[ServerColumn] = []
+        self.column_width = MIN_COLUMN
 
     async def add_servers(self, servers: list[ServerView]) -> None:
         new = [ServerColumn(server) for server in servers]
@@ -43,15 +49,29 @@ class ServerStrip(HorizontalScroll):
     def on_resize(self) -> None:
         self.share_width()
 
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        self.cull()
+
+    def cull(self) -> None:
+        """Lay out the panels of the columns near the view (its page of columns and the pages
+        either side, so stepping within a page changes nothing); the others show a header."""
+        shown = [column for column in self.columns if column.display]
+        per_page = max(self.size.width // self.column_width, 1)
+        page = int(self.scroll_x // self.column_width) // per_page
+        for index, column in enumerate(shown):
+            column.body.display = abs(index // per_page - page) <= 1
+
     def share_width(self) -> None:
         """Columns share the width, never narrower than MIN_COLUMN: one server gets long
         sparklines, and many scroll sideways."""
         shown = [column for column in self.columns if column.display]
         if not shown or not self.size.width:
             return
-        width = max(MIN_COLUMN, self.size.width // len(shown))
+        self.column_width = max(MIN_COLUMN, self.size.width // len(shown))
         for column in shown:
-            column.styles.width = width
+            column.styles.width = self.column_width
+        self.cull()
 
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
