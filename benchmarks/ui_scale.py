@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import GpuInfo, Link, Message, Sample, Welcome, from_wire, to_wire
+from dltui.protocol.messages import Link, Message, Sample, Welcome, from_wire, to_wire
 from dltui.recording.reader import RecordingReader
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200x2-kernels.dlrec"
@@ -200,7 +200,8 @@ def main() -> None:
         child(args)
         return
     print(f"# {args.gpus} GPUs a server at {args.rate:g} Hz, terminal {args.size}, "
-          f"{args.seconds:g} s measured after {WARMUP_S:g} s, a key every {KEY_EVERY_S:g} s")  # fmt: skip
+          f"{args.seconds:g} s measured after {WARMUP_S:g} s, "
+          f"a key every {KEY_EVERY_S:g} s")  # fmt: skip
     print(f"{'servers':>7} {'cores':>6} {'keys':>5} {'median':>8} {'p95':>8} {'max':>8}")
     for servers in (1, args.servers):
         row = measure(args, servers)
