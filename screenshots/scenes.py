@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 from dltui.recording.replay import ReplaySet
+from dltui.tui.app import REDRAW_HZ
 from dltui.tui.replay_app import ReplayApp, create_replay_app
 from dltui.tui.screens.launcher import LauncherScreen
 
@@ -75,12 +76,12 @@ class Scene:
         await settled(pilot)
 
 
-async def settled(pilot: Pilot[None], tries: int = 50) -> None:
-    """Until the screen stops changing: timers have drawn and relayouts are done, however
-    busy the machine (a fixed pause is too short on a loaded one)."""
+async def settled(pilot: Pilot[None], tries: int = 20) -> None:
+    """Until the screen stops changing over a whole redraw period: timers have drawn and
+    relayouts are done, however busy the machine (a fixed pause is too short on a loaded one)."""
     before = None
     for _ in range(tries):
-        await pilot.pause(0.1)
+        await pilot.pause(1 / REDRAW_HZ + 0.1)
         await pilot.wait_for_scheduled_animations()
         now = pilot.app.export_screenshot()
         if now == before:

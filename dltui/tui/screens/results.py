@@ -124,6 +124,7 @@ class ResultsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = "results"
         self.refresh_table()
+        self.query_one("#table", DataTable).focus()  # arrows move between cells, not tabs
         self.set_interval(REFRESH_S, self.refresh_table)
 
     def refresh_table(self, force: bool = False) -> None:
