@@ -1,8 +1,9 @@
 """The Textual app: connections in, fleet state in the middle, columns redrawn on a timer.
 
-Frames update the `Fleet` as they arrive (a few appends each); the screen is redrawn at
+Frames update the `Fleet` as they arrive (a few appends each); each column is redrawn at
 `REDRAW_HZ` and only when `Fleet.version` moved, never once per sample: 64 servers at 10 Hz
-would otherwise spend the event loop on painting.
+would otherwise spend the event loop on painting. The columns take turns (`STAGGER`), so no
+single frame paints them all and a key press never waits long for one.
 
 From the server view a user opens the launcher (`b`), the results (`v`) and a server's detail
 (`d`); a run started in the launcher is a `BenchmarkRun` that the app feeds every frame.
@@ -40,6 +41,7 @@ from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import ServerStrip
 
 REDRAW_HZ = 2.0  # as often as a sparkline cell (0.5 s) moves on
+STAGGER = 4  # columns redraw in this many turns of a redraw period
 STOP_TIMEOUT = 5.0  # a local agent gets 3 s to exit before it is killed; allow for that
 MAIN_SCREEN_ACTIONS = ("detail", "filter", "record", "help")
 THEMES = ("textual-dark", "textual-light")
@@ -70,6 +72,7 @@ class DltuiApp(App[None]):
         self.strip = ServerStrip()
         self._tasks: list[asyncio.Task[None]] = []
         self._drawn_version = -1
+        self._turn = 0
         self.recorder: RecordingWriter | None = None
         self._summary = ""
         self._welcomes: dict[str, Welcome] = {}
@@ -99,7 +102,7 @@ class DltuiApp(App[None]):
             task.add_done_callback(lambda task, source=connection.source: self._ended(source, task))
             self._tasks.append(task)
         await self.redraw()
-        self.set_interval(1 / REDRAW_HZ, self.redraw)
+        self.set_interval(1 / (REDRAW_HZ * STAGGER), self.redraw)
 
     async def on_unmount(self) -> None:
         """Stop every connection, so a spawned local agent sees its stdin close and exits."""
@@ -133,8 +136,10 @@ class DltuiApp(App[None]):
         self.sub_title = self._summary + self._run_status() + self._recording_status()
         if not isinstance(self.screen, ModalScreen) and self.screen is not self.screen_stack[0]:
             return  # another screen covers the columns: they catch up when it closes
-        for column in self.strip.on_screen():
-            column.sync(fleet.version)
+        self._turn = (self._turn + 1) % STAGGER
+        for index, column in enumerate(self.strip.on_screen()):
+            if index % STAGGER == self._turn:
+                column.sync(fleet.version)
 
     def _fleet_words(self) -> str:
         """'64 servers · 60 live · 3 connecting · 1 offline': every state a server can be in."""

@@ -140,7 +140,7 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
         assert app.sub_title == "1 server · 0 live · 1 offline"
 
         app.fleet.apply("gpubox:7070", Link("auth_failed", time.time(), "bad secret"))
-        text = await wait_for_text(pilot, "auth failed")
+        text = await wait_for_text(pilot, "✕ auth failed")
         assert "bad secret" in text and "offline" not in text
 
 
