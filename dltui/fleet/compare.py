@@ -142,13 +142,7 @@ class Comparison:
     rows: list[Row]
     columns: list[str]
 
-    @property
-    def kinds(self) -> set[str]:
-        return {row.kind for row in self.rows}
-
-    def sorted_rows(
-        self, column: str | None, metric: Metric, baseline: str, descending: bool
-    ) -> list[Row]:
+    def sorted_rows(self, column: str | None, metric: Metric, descending: bool) -> list[Row]:
         """In the order the benchmarks ran, or by one column's figure (missing ones last)."""
         if column is None:
             return sorted(self.rows, key=lambda row: row.order, reverse=descending)
@@ -183,7 +177,7 @@ def build(fleet: Fleet) -> Comparison:
         row.cells[cell.column] = cell  # the latest run of a benchmark in a column wins
         columns.setdefault(cell.column)
 
-    cells_of_models: list[tuple[tuple[object, ...], str, Cell]] = []
+    model_cells: list[tuple[tuple[object, ...], str, Cell]] = []
     for source, server in fleet.servers.items():
         for job in server.jobs.values():
             for result in job.results:
@@ -193,8 +187,9 @@ def build(fleet: Fleet) -> Comparison:
                 models.append((source, model))
                 key, label = model_row(model)
                 cell = Cell(model_column(names[source], model), model, phases.get(id(model)))
-                cells_of_models.append((key, label, cell))
-    for (key, label, cell), scaled in zip(cells_of_models, scaling(models), strict=True):
+                model_cells.append((key, label, cell))
+    # Efficiency is judged among all the fleet's training results, so it is derived last.
+    for (key, label, cell), scaled in zip(model_cells, scaling(models), strict=True):
         cell.scaling = scaled
         place(key, label, "model", cell)
     return Comparison(list(rows.values()), list(columns))

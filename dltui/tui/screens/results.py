@@ -154,8 +154,7 @@ class ResultsScreen(Screen[None]):
             mark = "◆ " if column == self.baseline else ""
             sort = arrow if column == self.sort_column else ""
             table.add_column(f"{mark}{column}{sort}", key=column)
-        rows = comparison.sorted_rows(self.sort_column, self.metric, self.baseline,
-                                      self.descending)  # fmt: skip
+        rows = comparison.sorted_rows(self.sort_column, self.metric, self.descending)
         for row in rows:
             cells = [cell_text(row, column, self.baseline, self.metric)
                      for column in comparison.columns]  # fmt: skip
