@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,7 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui replay FILE [FILE ...]               replay recordings side by side\n"
             "  dltui export FILE --format csv|json -o OUT tidy tables of a recording\n"
             "  dltui report FILE [FILE ...] -o DIR        Markdown/HTML report with plots\n"
+            "  dltui serve [--port N] [ARGS ...]          the TUI on a local web page\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -462,6 +464,36 @@ def _run_tui(argv: list[str]) -> int:
     return app.return_code or 0
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _run_serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dltui serve",
+        description="The TUI on a web page (textual-serve): each browser tab runs `dltui ARGS`. "
+        "Local only: from elsewhere, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST).",
+        epilog="examples: dltui serve · dltui serve gpu-01:7070 gpu-02:7070 · "
+        "dltui serve replay monday.dlrec",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback only (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="default 8000")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="what each page runs: agents, or 'replay FILE ...'")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.host not in LOOPBACK:
+        # The page can start benchmarks on every agent it shows: never offer it to a network.
+        parser.error(f"--host {args.host}: the page serves only loopback; use SSH forwarding")
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be 1-65535, got {args.port}")
+    try:
+        from textual_serve.server import Server
+    except ImportError as exc:
+        parser.error(f"dltui serve needs textual-serve (pip install 'dltui[tui]'): {exc}")
+    command = shlex.join([sys.executable, "-m", "dltui", *args.args])
+    Server(command, host=args.host, port=args.port, title="dltui").serve()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands: dict[str, Callable[[list[str]], int]] = {
@@ -472,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay": _run_replay,
         "export": _run_export,
         "report": _run_report,
+        "serve": _run_serve,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])

@@ -41,7 +41,7 @@ def load(paths: list[Path]) -> list[Session]:
         records = reader.read_all()
         if note := reader.damage_report():
             print(f"dltui report: {note}", file=sys.stderr)
-        sessions.append(Session(path.stem, reader.header, records, phases(path.stem, records)))
+        sessions.append(Session(path.stem, reader.header, records, phases(records)))
     return sessions
 
 

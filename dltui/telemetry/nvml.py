@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuSample, GpuState
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
     FAST_GROUPS,
@@ -28,6 +28,7 @@ from dltui.telemetry.nvml_reads import (
     INIT_REASONS,
     KB,
     KIB,
+    PROCESS_READ,
     SIMPLE_READS,
     SLOW_INTERVALS,
     SLOW_SIMPLE_READS,
@@ -407,6 +408,24 @@ class NvmlGateway:
         tx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_TX_BYTES)
         rx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
         return {"pcie_tx": tx * KB, "pcie_rx": rx * KB}
+
+    def read_processes(self) -> dict[int, list[GpuProcess]]:
+        """The compute processes on each GPU that is due (SLOW_INTERVALS); for the slow thread.
+        A GPU that was not due, or whose read failed, is absent."""
+        out: dict[int, list[GpuProcess]] = {}
+        now = self._clock()
+        for dev in self._devices:
+            if not (self._usable(dev, "processes") and self._due(dev, "processes", now)):
+                continue
+            try:
+                found = self._call(PROCESS_READ, dev.handle)
+            except (_Missing, self._nvml.NVMLError) as exc:
+                self._failed(dev, "processes", exc)
+                continue
+            memory = [getattr(p, "usedGpuMemory", None) for p in found]
+            out[dev.index] = [GpuProcess(int(p.pid), None if m is None else int(m))
+                              for p, m in zip(found, memory, strict=True)]  # fmt: skip
+        return out
 
     # --- errors ------------------------------------------------------------------------------
 

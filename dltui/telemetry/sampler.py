@@ -20,7 +20,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from dltui.protocol.messages import GpuSample, Inventory, Sample
+import psutil
+
+from dltui.protocol.messages import GpuProcess, GpuSample, Inventory, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
@@ -71,6 +73,8 @@ class Sampler:
         self._abandoned: list[threading.Thread] = []
         """Threads replaced while stuck in NVML; they end when their call returns."""
         self._slow: SlowValues = {}
+        self._processes: dict[int, list[GpuProcess]] = {}
+        """Process lists read since the last tick: the next sample carries them, once."""
         self._slow_lock = threading.Lock()
         self._seq = 0
         self._last_error: dict[str, str] = {}
@@ -169,15 +173,22 @@ class Sampler:
         wall = time.time()
         with self._slow_lock:
             gpus = merge_slow(gpus, self._slow, mono)
-        if threading.current_thread() is not self._fast:
-            return  # replaced while this tick was stuck: the new thread publishes
+            if threading.current_thread() is not self._fast:
+                return  # replaced while this tick was stuck: the new thread publishes
+            processes, self._processes = self._processes, {}
+        if processes:
+            gpus = [dataclasses.replace(gpu, processes=processes[gpu.index])
+                    if gpu.index in processes else gpu for gpu in gpus]  # fmt: skip
         self._seq += 1
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
         values = self._gateway.read_slow()
+        processes = {index: [named(p) for p in found]
+                     for index, found in self._gateway.read_processes().items()}  # fmt: skip
         now = time.monotonic()
         with self._slow_lock:
+            self._processes.update(processes)
             for index, fields in values.items():
                 stamped = self._slow.setdefault(index, {})
                 for name, value in fields.items():
@@ -198,6 +209,15 @@ class Sampler:
                 log.debug("sampler %s failed again: %s", what, message)
         else:
             self._last_error.pop(what, None)
+
+
+def named(process: GpuProcess) -> GpuProcess:
+    """The process with its name as this host sees it, where it can be read."""
+    try:
+        name = psutil.Process(process.pid).name()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return process
+    return dataclasses.replace(process, name=name)
 
 
 def merge_slow(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from textual.content import Content
+from textual.message import Message
 
 from dltui.fleet.state import ServerView
 from dltui.protocol.messages import Inventory
@@ -75,8 +77,20 @@ class ServerHeader(FleetPanel):
         background: $boost;
         padding: 0 1;
         border-bottom: solid $primary-muted;
+        &:hover {
+            background: $boost-lighten-1;
+        }
     }
     """
+
+    @dataclass
+    class Selected(Message):
+        """The header was clicked: show this server in detail."""
+
+        server: ServerView
+
+    def on_click(self) -> None:
+        self.post_message(self.Selected(self.server))
 
     def lines(self, width: int) -> list[Content]:
         server = self.server
