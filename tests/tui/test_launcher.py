@@ -116,3 +116,33 @@ async def test_x_cancels_a_run_on_the_agent() -> None:
         await wait_for_text(pilot, r"DeepBench full · cancelled")
         text = await wait_for_text(pilot, "n New run")  # the key for what can be done next
         assert "Cancel run" not in text  # and none for what cannot
+
+
+async def test_a_training_plan_from_a_file_runs_and_its_figures_show(tmp_path) -> None:
+    plan = tmp_path / "cnn.toml"
+    plan.write_text(
+        '[models]\nmodels = ["googlenet"]\ngpus = [1, 2]\ndevice = "cpu"\nimage_size = 32\n'
+        "batch = 2\nsteps = 3\nwarmup = 1\n"
+    )
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        launcher = await open_launcher(pilot)
+        launcher.query_one("#plan-file", Input).value = str(plan)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.bench_run is not None)
+        run = app.bench_run
+        await wait_until(pilot, lambda: run.state != "running", timeout=180)
+        assert run.state == "done", run.failures
+        (job,) = app.fleet.servers["local"].jobs.values()
+        assert [(r.model, r.gpus, r.error) for r in job.model_results] == [
+            ("googlenet", 1, None),
+            ("googlenet", 2, None),
+        ]
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        # A column per server and GPU count, a row per training configuration.
+        host = socket.gethostname()[:12]
+        text = await wait_for_text(
+            pilot, r"googlenet fp32 batch 2 32px\s+[\d.,]+ img/s\s+[\d.,]+ img/s"
+        )
+        assert f"{host} · 1 proc" in text and f"{host} · 2 procs" in text
