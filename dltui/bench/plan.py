@@ -50,12 +50,16 @@ def check_plan(plan: Plan) -> Plan:
     return plan
 
 
+def _one_of(problems: list[str], what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+
+
 def _kernel_problems(plan: KernelPlan) -> list[str]:
-    problems = []
+    problems: list[str] = []
 
     def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
-        if value not in allowed:
-            problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+        _one_of(problems, what, value, allowed)
 
     one_of("framework", plan.framework, FRAMEWORKS)
     one_of("shape set", plan.shape_set, SHAPE_SETS)
@@ -89,11 +93,10 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
 
 
 def _model_problems(plan: ModelPlan) -> list[str]:
-    problems = []
+    problems: list[str] = []
 
     def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
-        if value not in allowed:
-            problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+        _one_of(problems, what, value, allowed)
 
     def within(what: str, value: float | None, low: float, high: float) -> None:
         if value is not None and not (math.isfinite(value) and low <= value <= high):

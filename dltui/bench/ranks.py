@@ -8,6 +8,7 @@ collective until their timeout.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import select
@@ -159,6 +160,20 @@ def supervise(
               if rank not in errors]  # fmt: skip
     reasons = silent + [f"rank {rank}: {message}" for rank, message in errors.items()] + notes
     return measured, "; ".join(reasons) or None
+
+
+def rank_parser(prog: str) -> argparse.ArgumentParser:
+    """The command line every rank process takes: its job, its report pipe, its place."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--job", required=True, type=json.loads)
+    parser.add_argument("--report-fd", required=True, type=int)
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--world", type=int, default=1)
+    parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
+    parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
+    parser.add_argument("--tf-workers", type=json.loads, default=None, help="TF workers' HOST:PORT")
+    parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")
+    return parser
 
 
 def stdin_closed() -> bool:

@@ -9,10 +9,29 @@ devices can only be configured before the runtime starts.
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 CPU_REPLICAS = 2
 """Replicas on a server without GPUs when the job asks for "all"."""
+
+
+def start(device: str, workers: list[str] | None, task: int) -> tuple[Any, list[Any]]:
+    """Import TensorFlow for a job on `device` ("auto", "cuda", "cpu"), as one worker of
+    `workers` (every server's HOST:PORT; None on one server); returns it and the GPUs it uses."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if workers:
+        cluster = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": task}}
+        os.environ["TF_CONFIG"] = json.dumps(cluster)
+    import tensorflow as tf
+
+    if device == "cpu":
+        tf.config.set_visible_devices([], "GPU")
+    gpus = tf.config.list_physical_devices("GPU")
+    if device == "cuda" and not gpus:
+        raise RuntimeError("TensorFlow sees no GPU")
+    return tf, gpus
 
 
 def choose(tf: Any, replicas: int, gpus: list[Any], across_servers: bool) -> Any:

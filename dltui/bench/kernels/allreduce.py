@@ -10,7 +10,6 @@ stdin closes, which also happens when its parent dies.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -37,6 +36,7 @@ from dltui.bench.ranks import (
     Reporter,
     ShouldStop,
     free_port,
+    rank_parser,
     stdin_closed,
     supervise,
 )
@@ -302,16 +302,7 @@ def allreduce_rank(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dltui.bench.kernels.allreduce")
-    parser.add_argument("--job", required=True, type=json.loads)
-    parser.add_argument("--report-fd", required=True, type=int)
-    parser.add_argument("--rank", type=int, default=0)
-    parser.add_argument("--world", type=int, default=1)
-    parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
-    parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
-    parser.add_argument("--tf-workers", type=json.loads, default=None, help="TF workers' HOST:PORT")
-    parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")
-    args = parser.parse_args(argv)
+    args = rank_parser("python -m dltui.bench.kernels.allreduce").parse_args(argv)
     job = AllReduceJob(**args.job)
     report = Reporter(args.report_fd, args.rank)
     try:

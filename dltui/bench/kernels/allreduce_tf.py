@@ -5,7 +5,6 @@ set before it initializes.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -38,17 +37,7 @@ def tensorflow_allreduce(
     the collective alone; each call is waited for by fetching one float per replica.
     """
     os.environ.update(MULTICAST_OFF)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if workers:
-        cluster = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": task}}
-        os.environ["TF_CONFIG"] = json.dumps(cluster)
-    import tensorflow as tf
-
-    if job.device == "cpu":
-        tf.config.set_visible_devices([], "GPU")
-    gpus = tf.config.list_physical_devices("GPU")
-    if job.device == "cuda" and not gpus:
-        raise RuntimeError("TensorFlow sees no GPU")
+    tf, gpus = tf_strategy.start(job.device, workers, task)
     strategy = tf_strategy.choose(tf, job.ranks, gpus, bool(workers))
     replicas = strategy.num_replicas_in_sync
     local = tf.VariableSynchronization.ON_READ

@@ -30,3 +30,14 @@ def default_batch(model: str, gpu_memory: int | None) -> int:
     while batch > floor and batch * H200_MEMORY > GPU_BATCH[model] * gpu_memory:
         batch //= 2
     return max(batch, floor)
+
+
+INCEPTION_V1 = {
+    "3a": (64, 96, 128, 16, 32, 32), "3b": (128, 128, 192, 32, 96, 64),
+    "4a": (192, 96, 208, 16, 48, 64), "4b": (160, 112, 224, 24, 64, 64),
+    "4c": (128, 128, 256, 24, 64, 64), "4d": (112, 144, 288, 32, 64, 64),
+    "4e": (256, 160, 320, 32, 128, 128),
+    "5a": (256, 160, 320, 32, 128, 128), "5b": (384, 192, 384, 48, 128, 128),
+}  # fmt: skip
+"""GoogLeNet's inception modules, from Szegedy et al.: (1×1, 3×3 reduce, 3×3, 5×5 reduce,
+5×5, pool projection) filters. A max-pool comes before 4a and 5a."""

@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# (1×1, 3×3 reduce, 3×3, 5×5 reduce, 5×5, pool projection), as in the paper and tf_cnn_benchmarks.
-_INCEPTION = {
-    "3a": (64, 96, 128, 16, 32, 32), "3b": (128, 128, 192, 32, 96, 64),
-    "4a": (192, 96, 208, 16, 48, 64), "4b": (160, 112, 224, 24, 64, 64),
-    "4c": (128, 128, 256, 24, 64, 64), "4d": (112, 144, 288, 32, 64, 64),
-    "4e": (256, 160, 320, 32, 128, 128),
-    "5a": (256, 160, 320, 32, 128, 128), "5b": (384, 192, 384, 48, 128, 128),
-}  # fmt: skip
+from dltui.bench.models import INCEPTION_V1
 
 
 def image_size(name: str, size: int) -> int:
@@ -69,7 +62,7 @@ def build(name: str, classes: int, size: int, channels_last: bool = True) -> Any
         x = conv(inputs, 64, 7, 2)
         x = max_pool(x, padding="same")
         x = max_pool(conv(conv(x, 64, 1), 192, 3), padding="same")
-        for block, (one, reduce3, three, reduce5, five, project) in _INCEPTION.items():
+        for block, (one, reduce3, three, reduce5, five, project) in INCEPTION_V1.items():
             if block in ("4a", "5a"):
                 x = max_pool(x, padding="same")
             x = layers.Concatenate(axis=axis)([

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dltui.bench.models import INCEPTION_V1
+
 
 def build(name: str, classes: int) -> Any:
     """A freshly initialised network by name."""
@@ -112,17 +114,6 @@ def _classifier(nn: Any, features: int, classes: int, dropout_first: bool = Fals
             nn.Linear(4096, classes)]  # fmt: skip
 
 
-# GoogLeNet's inception modules: (1×1, 3×3 reduce, 3×3, "5×5" reduce, "5×5", pool projection).
-# torchvision uses a 3×3 convolution where the paper has the 5×5; so do we, to match its cost.
-_INCEPTION = {
-    "3a": (64, 96, 128, 16, 32, 32), "3b": (128, 128, 192, 32, 96, 64),
-    "4a": (192, 96, 208, 16, 48, 64), "4b": (160, 112, 224, 24, 64, 64),
-    "4c": (128, 128, 256, 24, 64, 64), "4d": (112, 144, 288, 32, 64, 64),
-    "4e": (256, 160, 320, 32, 128, 128),
-    "5a": (256, 160, 320, 32, 128, 128), "5b": (384, 192, 384, 48, 128, 128),
-}  # fmt: skip
-
-
 def _googlenet(nn: Any, classes: int) -> Any:
     import torch
 
@@ -132,6 +123,7 @@ def _googlenet(nn: Any, classes: int) -> Any:
     class Inception(nn.Module):
         def __init__(self, cin: int, widths: tuple[int, ...]) -> None:
             super().__init__()
+            # torchvision convolves 3×3 where the paper has 5×5; so do we, to match its cost.
             one, reduce3, three, reduce5, five, project = widths
             self.branches = nn.ModuleList([
                 conv(cin, one, 1),
@@ -149,7 +141,7 @@ def _googlenet(nn: Any, classes: int) -> Any:
 
     layers: list[Any] = [conv(3, 64, 7, 2), pool(), conv(64, 64, 1), conv(64, 192, 3), pool()]
     cin = 192
-    for name, widths in _INCEPTION.items():
+    for name, widths in INCEPTION_V1.items():
         if name in ("4a", "5a"):
             layers.append(pool(3 if name == "4a" else 2))
         module = Inception(cin, widths)

@@ -10,8 +10,6 @@ Each step is timed by the wall clock up to reading back the loss, which waits fo
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from typing import Any
 
@@ -35,17 +33,7 @@ def train(
     task: int = 0,
 ) -> None:
     """Across servers, `workers` is every server's HOST:PORT and `task` this one's index."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if workers:
-        cluster = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": task}}
-        os.environ["TF_CONFIG"] = json.dumps(cluster)
-    import tensorflow as tf
-
-    if job.device == "cpu":
-        tf.config.set_visible_devices([], "GPU")
-    gpus = tf.config.list_physical_devices("GPU")
-    if job.device == "cuda" and not gpus:
-        raise RuntimeError("TensorFlow sees no GPU")
+    tf, gpus = tf_strategy.start(job.device, workers, task)
     tf.keras.utils.set_random_seed(0)  # the same initial weights on every run
     settings = resolve(job, _gpu_memory() if gpus else None)
     if not gpus and not settings.channels_last:
