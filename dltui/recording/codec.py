@@ -59,6 +59,12 @@ class StretchEncoder:
 
     def add(self, record: Record) -> bytes:
         """Take one record; returns whatever compressed bytes are ready (often none)."""
+        raw = self.encode(record)
+        self.pending += len(raw)
+        return self._stream.compress(raw)
+
+    def encode(self, record: Record) -> bytes:
+        """One record as the stream holds it before compression (a sample as its changes)."""
         wire = to_wire(record.message)
         stored: Any = wire
         if isinstance(record.message, Sample):
@@ -68,8 +74,7 @@ class StretchEncoder:
                 stored = changes(base[1], values)
             self._bases[record.source] = (shape, values)
         body = msgpack.packb([record.received, record.source, stored], use_bin_type=True)
-        self.pending += _LENGTH.size + len(body)
-        return self._stream.compress(_LENGTH.pack(len(body)) + body)
+        return _LENGTH.pack(len(body)) + body
 
     def flush(self) -> bytes:
         """The rest of the chunk's bytes; the stream goes on in the next chunk."""

@@ -128,17 +128,16 @@ class ReplaySet:
         index = SPEEDS.index(self.speed) if self.speed in SPEEDS else SPEEDS.index(1.0)
         self.speed = SPEEDS[min(max(index + steps, 0), len(SPEEDS) - 1)]
 
+    def case_starts(self) -> list[float]:
+        """Where each benchmark case begins in any track, in seconds from the start, in order."""
+        return sorted(t - track.start for track in self.tracks for t in track.timeline.case_starts)
+
     def next_phase(self) -> bool:
         """Seek to the next benchmark case to start in any track; False when there is none."""
-        starts = [
-            time - track.start
-            for track in self.tracks
-            for time in track.timeline.case_starts
-            if time - track.start > self.position + 1e-9
-        ]
-        if not starts:
+        later = [start for start in self.case_starts() if start > self.position + 1e-9]
+        if not later:
             return False
-        self.seek(min(starts))
+        self.seek(later[0])
         return True
 
     def phase(self) -> str | None:
