@@ -193,12 +193,11 @@ def day_section(folder: Path, hours: float, seeks: int) -> None:
         f"  seek to a random point ({seeks} seeks, back and forth): median "
         f"{statistics.median(latencies) * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms"
     )
-    began = time.perf_counter()
     replay.seek(0)
+    began = time.perf_counter()
     jumps = sum(replay.next_phase() for _ in range(5))
-    print(
-        f"  next benchmark case: {(time.perf_counter() - began) / (jumps + 1) * 1000:.0f} ms a jump"
-    )
+    took = (time.perf_counter() - began) / max(jumps, 1)
+    print(f"  next benchmark case (n): {took * 1000:.1f} ms a jump")
 
 
 def main() -> None:

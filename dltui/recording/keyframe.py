@@ -31,6 +31,7 @@ from dltui.protocol.framing import decode_body
 from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Sample, from_wire, to_wire
 from dltui.recording.codec import MAX_RAW
 from dltui.recording.format import Record
+from dltui.recording.phases import starts_case
 
 JOB_FRAMES = (JobProgress, JobResult, JobEnd)
 
@@ -49,18 +50,6 @@ class Keyframe:
     """The frames that decide each source's state but its jobs and series, in arrival order."""
     jobs: list[Record] = field(default_factory=list)
     """Job frames of the stretch before this keyframe (all of them but superseded progress)."""
-
-
-def starts_case(last_done: dict[tuple[str, str], int], record: Record) -> bool:
-    """Whether a job frame begins a benchmark case: progress with a new `done` for its job.
-    `last_done` is updated; the caller keeps it across the whole recording."""
-    message = record.message
-    if not isinstance(message, JobProgress):
-        return False
-    key = (record.source, message.job)
-    new = last_done.get(key) != message.done
-    last_done[key] = message.done
-    return new
 
 
 class StateTracker:

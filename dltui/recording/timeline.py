@@ -17,13 +17,8 @@ from typing import BinaryIO
 
 from dltui.recording.chunks import KEYFRAME, START, Chunk, Gap, read_payload, scan
 from dltui.recording.format import Damage, Record
-from dltui.recording.keyframe import (
-    Keyframe,
-    KeyframeError,
-    StateTracker,
-    decode_keyframe,
-    starts_case,
-)
+from dltui.recording.keyframe import Keyframe, KeyframeError, StateTracker, decode_keyframe
+from dltui.recording.phases import starts_case
 from dltui.recording.reader import RecordingReader
 
 
