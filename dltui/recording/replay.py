@@ -56,6 +56,8 @@ class Track:
 
     def reposition(self, time: float, fleet: Fleet) -> None:
         """Rebuild this recording's servers in an emptied `fleet` at `time` (absolute)."""
+        if not self.timeline.stretches:
+            return  # a recording of nothing
         index = self.timeline.stretch_at(time - WINDOW_S)
         state, counts = self.timeline.state(index)
         for record in state:
@@ -63,7 +65,7 @@ class Track:
         for source, count in counts.items():
             fleet.add(self.server(source)).samples += count
         self._records = self.timeline.records(index)
-        self._latest = self.timeline.stretches[index].time if self.timeline.stretches else 0.0
+        self._latest = self.timeline.stretches[index].time
         self._next = next(self._records, None)
         self.advance(time, fleet)
 

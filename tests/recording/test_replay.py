@@ -8,8 +8,10 @@ import pytest
 
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import JobProgress, Sample
+from dltui.recording.format import Header
 from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_position
+from dltui.recording.writer import RecordingWriter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200 = FIXTURES / "h200x2-kernels.dlrec"
@@ -78,6 +80,18 @@ def test_two_recordings_side_by_side_on_their_own_clocks():
         assert server.samples == samples_until(track, 3.0) > 0
     same = ReplaySet(load_tracks([CPU, CPU]), Fleet())
     assert [t.name for t in same.tracks] == ["cpu-kernels", "cpu-kernels'"]
+
+
+def test_a_recording_of_nothing_replays_as_nothing(tmp_path):
+    empty = tmp_path / "empty.dlrec"
+    RecordingWriter(empty, Header("0.1.0", 1.7e9)).close()
+    replay = ReplaySet(load_tracks([empty, CPU]), Fleet())
+    assert replay.tracks[0].length == 0 and list(replay.fleet.servers) == [
+        "cpu-kernels/127.0.0.1:7070"
+    ]
+    replay.seek(5.0)
+    replay.seek(1.0)
+    assert replay.position == 1.0 and replay.next_phase()
 
 
 def test_typed_positions():
