@@ -52,9 +52,10 @@ def gpu_samples(records: list[Record]) -> int:
     return sum(len(r.message.gpus) for r in records if isinstance(r.message, Sample))
 
 
-def chunks(records: list[Record]) -> list[list[bytes]]:
+def chunks(records: list[Record], changes: bool = True) -> list[list[bytes]]:
     """The records as the writer's stretches hold them before compression, one byte string a
-    chunk (cut by the records' times as the writer cuts them)."""
+    chunk (cut by the records' times as the writer cuts them); without `changes`, with every
+    sample whole, as a comparison."""
     stretches: list[list[bytes]] = []
     encoder = StretchEncoder()
     stretch_at = chunk_at = float("-inf")
@@ -65,8 +66,20 @@ def chunks(records: list[Record]) -> list[list[bytes]]:
         elif record.received - chunk_at >= FLUSH_INTERVAL:
             stretches[-1].append(b"")
             chunk_at = record.received
-        stretches[-1][-1] += encoder.encode(record)
+        if changes:
+            stretches[-1][-1] += encoder.encode(record)
+        else:
+            body = msgpack.packb([record.received, record.source, to_wire(record.message)])
+            stretches[-1][-1] += len(body).to_bytes(4, "big") + body
     return stretches
+
+
+def compressed(stream: list[list[bytes]], make: Callable[[], Compress]) -> int:
+    size = 0
+    for stretch in stream:
+        compress = make()
+        size += sum(len(compress(chunk)) for chunk in stretch)
+    return size
 
 
 Compress = Callable[[bytes], bytes]
@@ -122,18 +135,22 @@ def size_section(folder: Path) -> None:
     print(f"    so an 8-GPU sample frame    {(per_host + 8 * per_gpu) / 8:7.1f} B per GPU sample")
     stream = chunks(records)
     raw = sum(len(chunk) for stretch in stream for chunk in stretch)
-    print(
-        f"  compression of its record stream ({raw / gpus:.0f} B per GPU sample before), "
-        "one stream a stretch, flushed every chunk:"
-    )
-    for name, make in compressors().items():
+    print(f"  compression of its record stream ({raw / gpus:.0f} B per GPU sample before), "
+          "one stream a stretch, flushed every chunk:")  # fmt: skip
+    makers = compressors()
+    for name, make in makers.items():
         began = time.perf_counter()
-        size = 0
-        for stretch in stream:
-            compress = make()
-            size += sum(len(compress(chunk)) for chunk in stretch)
+        size = compressed(stream, make)
         rate = raw / (time.perf_counter() - began) / 1e6
         print(f"    {name:8s} {size / gpus:6.1f} B per GPU sample, {rate:5.0f} MB/s")
+    if "zstd 3" not in makers:
+        print("    (zstd: pip install zstandard to compare)")
+    whole = chunks(records, changes=False)
+    before = sum(len(chunk) for stretch in whole for chunk in stretch)
+    print(
+        f"  the same with every sample whole: {before / gpus:.0f} B per GPU sample before, "
+        f"{compressed(whole, makers['zlib 6']) / gpus:.1f} after zlib 6"
+    )
 
 
 def rate_section(folder: Path, count: int) -> None:
