@@ -44,6 +44,8 @@ class Timeline:
         self.jobs: list[Record] = []
         """Every job frame but superseded progress, in order: what became of each job."""
         self._damage: dict[tuple[int, str], Damage] = {}
+        self._reading: list[list[Damage]] = []
+        """What the reads under way have met so far."""
         with open(self.path, "rb") as file:
             heads = self._heads(file) if self.reader.version > 1 else [(self.reader.first, None)]
             for offset, chunk in heads:
@@ -62,6 +64,8 @@ class Timeline:
     @property
     def damage(self) -> list[Damage]:
         """Damage met so far: when opening, then wherever records were read."""
+        for found in self._reading:
+            self._note(found)
         return sorted(self._damage.values(), key=lambda d: d.offset)
 
     def stretch_at(self, time: float) -> int:
@@ -81,10 +85,12 @@ class Timeline:
         if not self.stretches:
             return
         found: list[Damage] = []
+        self._reading.append(found)
         with open(self.path, "rb") as file:
             try:
                 yield from self.reader.records(file, self.stretches[index].offset, found)
             finally:
+                self._reading = [other for other in self._reading if other is not found]
                 self._note(found)
 
     def _note(self, found: list[Damage]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import msgpack
 import pytest
 
+from dltui.fleet.state import Fleet
 from dltui.protocol.messages import (
     GpuSample,
     HostSample,
@@ -27,6 +28,7 @@ from dltui.recording.chunks import DATA, HEADER_SIZE, KEYFRAME, START, Chunk, en
 from dltui.recording.codec import StretchDecoder
 from dltui.recording.format import MAGIC, Header, Record, RecordingError, decode_header
 from dltui.recording.reader import RecordingReader
+from dltui.recording.replay import ReplaySet, load_tracks
 from dltui.recording.timeline import Timeline
 from dltui.recording.writer import FLUSH_INTERVAL, STRETCH_S, RecordingWriter
 
@@ -165,6 +167,17 @@ def test_a_flipped_byte_costs_at_most_the_rest_of_its_stretch(tmp_path, layout):
         if hit.kind == KEYFRAME:  # a lost keyframe is rebuilt from the records before it
             assert timeline.jobs == intact.jobs, position
             assert [s.offset for s in timeline.stretches] == [s.offset for s in intact.stretches]
+
+
+def test_damage_that_opening_does_not_read_is_told_when_the_replay_meets_it(tmp_path, layout):
+    chunk = next(c for c, stretch, held in layout.chunks if c.kind == DATA and stretch == 0)
+    damaged = bytearray(layout.data)
+    damaged[chunk.end - 1] ^= 0x41  # a payload byte: the header still checks out
+    replay = ReplaySet(load_tracks([_written(tmp_path / "late.dlrec", bytes(damaged))]), Fleet())
+    (track,) = replay.tracks
+    assert track.damage is None  # opening hops over that chunk without reading it
+    replay.tick(STRETCH_S * 3)
+    assert f"at byte {chunk.offset}: chunk checksum mismatch" in (track.damage or "")
 
 
 def _written(path, data: bytes):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dltui.protocol.messages import JobEnd, JobProgress, JobResult, ModelResult, Sample
-from dltui.recording.format import Header, Record
+from dltui.recording.format import Record
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
 from dltui.recording.writer import RecordingWriter
