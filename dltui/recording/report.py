@@ -97,7 +97,7 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "host", "run", "framework", "device", "images/s", "±", "vs 1 GPU",
-             "vs 1 server", "power", "images/s per W", "util", "reference"]]  # fmt: skip
+             "vs 1 server", "power", "images/s per W", "util", "tensor", "reference"]]  # fmt: skip
     for session in sessions:
         runs = [p for p in session.phases if isinstance(p.result, ModelResult)]
         efficiencies = scaling([(p.server, p.result) for p in runs])
@@ -105,7 +105,7 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
             r, t = phase.result, phase.telemetry
             if r.error is not None:
                 rows.append([session.name, phase.hostname, model_what(r), r.framework, r.device,
-                             "error", r.error, *[""] * 6])  # fmt: skip
+                             "error", r.error, *[""] * 7])  # fmt: skip
                 continue
             per_watt = phase.images_per_watt
             reference = ""
@@ -118,7 +118,8 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
                 percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
                 _cell(t.get("power"), f"{t.get('power', 0):.0f} W"),
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
-                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"), reference,
+                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
+                _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"), reference,
             ])  # fmt: skip
     return rows
 
