@@ -30,9 +30,9 @@ lint: $(VENV)/.test
 test: lint
 	$(PY) -m pytest -q
 
-# SVG (and PNG where rsvg-convert exists) from the real recordings in tests/fixtures.
+# SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test
-	$(PY) screenshots/make_screenshots.py
+	$(PY) -m screenshots.make_screenshots
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dltui.client.options import add_connection_options, reach
 from dltui.client.target import Target, parse_host_port, parse_target
 from dltui.protocol.auth import SecretFileError, load_secret
 
@@ -40,14 +42,6 @@ def _rate(text: str) -> float:
     return rate
 
 
-def _secret_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--secret-file",
-        metavar="FILE",
-        help="shared secret for agents reached over the network (mode 0600)",
-    )
-
-
 def _tui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui",
@@ -62,15 +56,16 @@ def _tui_parser() -> argparse.ArgumentParser:
             "  dltui replay FILE [FILE ...]               replay recordings side by side\n"
             "  dltui export FILE --format csv|json -o OUT tidy tables of a recording\n"
             "  dltui report FILE [FILE ...] -o DIR        Markdown/HTML report with plots\n"
+            "  dltui serve [--port N] [ARGS ...]          the TUI on a local web page\n"
             "\nWith no AGENT, dltui starts an agent for this machine and shows it."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "agents", nargs="*", type=_target, metavar="AGENT", help="host:port, or 'local'"
+        "agents", nargs="*", type=_target, metavar="AGENT", help="see 'reaching agents' below"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _secret_option(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -79,14 +74,26 @@ def _agent_parser() -> argparse.ArgumentParser:
         prog="dltui agent",
         description="Sample this server's GPUs and host and serve the telemetry to clients.",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
+    where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--listen", metavar="HOST:PORT", type=_listen, help="serve over TCP (port 0: any free port)"
     )
     where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    _secret_option(parser)
+    parser.add_argument(
+        "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
+    )
+    security = parser.add_argument_group("security")
+    security.add_argument(
+        "--secret-file", metavar="FILE", help="a secret clients must prove they know (mode 0600)"
+    )
+    security.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate")
+    security.add_argument("--tls-key", metavar="FILE", help="the certificate's key (PEM)")
+    security.add_argument(
+        "--tls-client-ca", metavar="FILE", help="require client certificates signed by this CA "
+        "(mutual TLS; enough to listen beyond loopback without a secret)"
+    )  # fmt: skip
     return parser
 
 
@@ -94,9 +101,9 @@ def _probe_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
     )
-    parser.add_argument("agent", type=_target, metavar="AGENT", help="host:port, or 'local'")
+    parser.add_argument("agent", type=_target, metavar="AGENT", help="see 'reaching agents'")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    _secret_option(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -120,8 +127,8 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
         type=_target,
         action="append",
         metavar="AGENT",
-        help="host:port or 'local' (default); repeat it to run on several servers side by side "
-        "(or, " + across_help + ", as one run across them)",
+        help="an agent (default: local; see 'reaching agents'); repeat it to run on several "
+        "servers side by side (or, " + across_help + ", as one run across them)",
     )
     parser.add_argument(
         "--rendezvous",
@@ -131,7 +138,7 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
-    _secret_option(parser)
+    add_connection_options(parser)
 
 
 def _bench_parser() -> argparse.ArgumentParser:
@@ -243,7 +250,7 @@ def _record_parser() -> argparse.ArgumentParser:
         "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop after"
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
-    _secret_option(parser)
+    add_connection_options(parser)
     return parser
 
 
@@ -259,7 +266,18 @@ def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
 def _run_agent(argv: list[str]) -> int:
     parser = _agent_parser()
     args = parser.parse_args(argv)
+    if args.config is not None:  # the file's settings are defaults: the command line wins
+        from dltui.agent.config import ConfigFileError, load_config
+
+        try:
+            parser.set_defaults(**load_config(args.config))
+        except ConfigFileError as exc:
+            parser.error(str(exc))
+        args = parser.parse_args(argv)
+    if not args.stdio and args.listen is None:
+        parser.error("one of --listen HOST:PORT or --stdio is required (or listen in --config)")
     secret = _secret(parser, args.secret_file)
+    tls = _server_tls(parser, args)
     logging.basicConfig(
         level=args.log_level.upper(),
         stream=sys.stderr,
@@ -267,7 +285,27 @@ def _run_agent(argv: list[str]) -> int:
     )
     from dltui.agent.main import run
 
-    return run(listen=None if args.stdio else args.listen, rate_hz=args.rate, secret=secret)
+    listen = None if args.stdio else args.listen
+    return run(listen=listen, rate_hz=args.rate, secret=secret, tls=tls)
+
+
+def _server_tls(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_cert is None:
+        if args.tls_client_ca:
+            parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+        return None
+    if args.stdio:
+        parser.error("TLS is for --listen; over --stdio the pipe (or ssh) is the channel")
+    import ssl
+
+    from dltui.agent.listener import server_context
+
+    try:
+        return server_context(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"cannot use the TLS files: {exc}")
 
 
 def _run_probe(argv: list[str]) -> int:
@@ -276,7 +314,8 @@ def _run_probe(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.client.probe import probe
 
-    return probe(args.agent, secret, as_json=args.json)
+    (target,) = reach(parser, args, [args.agent])
+    return probe(target, secret, as_json=args.json)
 
 
 def _run_bench(argv: list[str]) -> int:
@@ -290,7 +329,7 @@ def _run_bench(argv: list[str]) -> int:
     parser = _bench_parser() if argv[0] == "kernels" else _models_parser()
     args = parser.parse_args(argv[1:])
     secret = _secret(parser, args.secret_file)
-    targets = list(dict.fromkeys(args.agent or [Target("local")]))
+    targets = reach(parser, args, args.agent or [Target("local")])
     plan: KernelPlan | ModelPlan
     if argv[0] == "kernels":
         plan = KernelPlan(
@@ -347,7 +386,7 @@ def _run_record(argv: list[str]) -> int:
             plans = load_plans(args.plan)
         except PlanError as exc:
             parser.error(str(exc))
-    targets = list(dict.fromkeys(args.agents)) or [Target("local")]
+    targets = reach(parser, args, args.agents or [Target("local")])
     return run(targets, args.output, args.duration, secret, args.rate, plans)
 
 
@@ -420,10 +459,40 @@ def _run_tui(argv: list[str]) -> int:
     secret = _secret(parser, args.secret_file)
     from dltui.tui.app import create_app
 
-    targets = list(dict.fromkeys(args.agents)) or [Target("local")]  # each server once
+    targets = reach(parser, args, args.agents or [Target("local")])  # each server once
     app = create_app(targets, secret=secret, rate_hz=args.rate)
     app.run()
     return app.return_code or 0
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _run_serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dltui serve",
+        description="The TUI on a web page (textual-serve): each browser tab runs `dltui ARGS`. "
+        "Local only: from elsewhere, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST).",
+        epilog="examples: dltui serve · dltui serve gpu-01:7070 gpu-02:7070 · "
+        "dltui serve replay monday.dlrec",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback only (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="default 8000")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="what each page runs: agents, or 'replay FILE ...'")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.host not in LOOPBACK:
+        # The page can start benchmarks on every agent it shows: never offer it to a network.
+        parser.error(f"--host {args.host}: the page serves only loopback; use SSH forwarding")
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be 1-65535, got {args.port}")
+    try:
+        from textual_serve.server import Server
+    except ImportError as exc:
+        parser.error(f"dltui serve needs textual-serve (pip install 'dltui[tui]'): {exc}")
+    command = shlex.join([sys.executable, "-m", "dltui", *args.args])
+    Server(command, host=args.host, port=args.port, title="dltui").serve()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -436,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay": _run_replay,
         "export": _run_export,
         "report": _run_report,
+        "serve": _run_serve,
     }
     if argv and argv[0] in commands:
         return commands[argv[0]](argv[1:])

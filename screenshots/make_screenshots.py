@@ -1,7 +1,8 @@
 """Regenerate the README's screenshots from the real recordings in tests/fixtures.
 
-Each shot is the replay app at a chosen moment, saved as SVG by Textual and, where
-`rsvg-convert` is installed (Debian's librsvg2-bin), as PNG beside it.
+Each shot is a scene of screenshots/scenes.py (the replay app paused at a chosen moment), saved
+as SVG by Textual and as PNG beside it by headless Chromium (Debian's chromium), which lays the
+SVG's text out as a browser would; without Chromium, only the SVGs.
 
     make screenshots
 """
@@ -9,66 +10,47 @@ Each shot is the replay app at a chosen moment, saved as SVG by Textual and, whe
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
-from dltui.recording.replay import ReplaySet
-from dltui.tui.replay_app import create_replay_app
+from screenshots.scenes import SCENES, Scene
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parent / "tests" / "fixtures"
-H200 = FIXTURES / "h200x2-kernels.dlrec"
-CPU = FIXTURES / "cpu-kernels.dlrec"
 
 
-def gemm_peak(replay: ReplaySet) -> float:
-    """The moment of the largest GEMM: the GPU at full tilt."""
-    while replay.next_phase():
-        phase = replay.phase() or ""
-        if "8448x48000x2816" in phase:
-            return replay.position + 0.5
-    return replay.length / 2
-
-
-def allreduce_peak(replay: ReplaySet) -> float:
-    """The last all-reduce size: NVLink carrying the most."""
-    last = replay.length / 2
-    replay.seek(0)
-    while replay.next_phase():
-        if "64500000" in (replay.phase() or ""):
-            last = replay.position + 0.4
-    return last
-
-
-async def shoot(name: str, files: list[Path], size: tuple[int, int], moment, keys=()) -> Path:
-    app = create_replay_app(files)
-    async with app.run_test(size=size) as pilot:
-        app.replay.playing = False
-        app.replay.seek(moment(app.replay))
-        app.replay.playing = False
-        await pilot.pause(0.5)  # let the redraw timer run
-        for key in keys:
-            await pilot.press(key)
-        await pilot.pause(0.3)
-        path = HERE / f"{name}.svg"
+async def shoot(scene: Scene) -> Path:
+    app = scene.app()
+    async with app.run_test(size=scene.size) as pilot:
+        await scene.stage(pilot)
+        path = HERE / f"{scene.name}.svg"
         app.save_screenshot(path.name, str(HERE))
     return path
 
 
+def to_png(chromium: str, svg: Path) -> Path:
+    """The SVG as Chromium draws it, at its own size."""
+    width, height = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg.read_text()).groups()
+    png = svg.with_suffix(".png")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={profile}", f"--window-size={round(float(width))},"
+             f"{round(float(height))}", f"--screenshot={png}", svg.as_uri()],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return png
+
+
 async def main() -> None:
-    shots = [
-        await shoot("gemm-h200", [H200], (120, 45), gemm_peak),
-        await shoot("allreduce-h200", [H200], (120, 45), allreduce_peak),
-        await shoot("side-by-side", [H200, CPU], (160, 45), lambda r: r.length),
-        await shoot("help", [H200], (120, 45), lambda r: r.length, keys=("question_mark",)),
-    ]
-    converter = shutil.which("rsvg-convert")
-    for svg in shots:
-        if converter:
-            subprocess.run([converter, "-w", "1400", str(svg), "-o", str(svg.with_suffix(".png"))],
-                           check=True)  # fmt: skip
-        print(svg.with_suffix(".png" if converter else ".svg").relative_to(HERE.parent))
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    for scene in SCENES:
+        shot = await shoot(scene)
+        if chromium:
+            shot = to_png(chromium, shot)
+        print(shot.relative_to(HERE.parent))
 
 
 if __name__ == "__main__":

@@ -13,13 +13,17 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import psutil
+
 from dltui.bench.plan import PlanError, check_plan
+from dltui.bench.ranks import MULTICAST_OFF
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -38,11 +42,8 @@ log = logging.getLogger(__name__)
 
 WORKER_COMMAND = (sys.executable, "-m", "dltui.bench.worker")
 STOP_GRACE = 3.0  # seconds between asking a worker to stop and killing it
-# NVLink multicast can put a shared host's GPUs out of service: off in every worker.
 WORKER_ENV = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
+    **MULTICAST_OFF,
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "PYTHONUNBUFFERED": "1",
 }
@@ -118,7 +119,7 @@ class Jobs:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=os.environ | WORKER_ENV,
+                env=os.environ | WORKER_ENV | _gloo_interface(job.plan),
                 start_new_session=True,  # a terminal's Ctrl-C reaches the agent, not the worker
             )
         except OSError as exc:
@@ -181,6 +182,34 @@ class Jobs:
                 else:
                     self._publish(message)
         return reported
+
+
+def _gloo_interface(plan: Plan) -> dict[str, str]:
+    """For a run across servers, Gloo's interface: the one that reaches the rendezvous.
+
+    Left alone, Gloo binds to what this host's name resolves to, which is often 127.0.1.1
+    (Debian's /etc/hosts) and then tells the other servers to call it there. A user's own
+    GLOO_SOCKET_IFNAME wins.
+    """
+    if plan.cluster is None or "GLOO_SOCKET_IFNAME" in os.environ:
+        return {}
+    name = interface_towards(plan.cluster.master_addr)
+    return {"GLOO_SOCKET_IFNAME": name} if name else {}
+
+
+def interface_towards(host: str) -> str | None:
+    """The network interface this machine would send from to reach `host`, or None."""
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.connect(address)  # a UDP connect sends nothing; it only picks the route
+            local = probe.getsockname()[0]
+    except OSError:
+        return None
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(entry.address.split("%")[0] == local for entry in addresses):
+            return name
+    return None
 
 
 async def _keep_tail(stream: asyncio.StreamReader, tail: deque[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import sys
 
 from dltui.agent.server import Agent, ConfigError, run_until_signal, stable_agent_id
@@ -12,16 +13,25 @@ from dltui.telemetry.sampler import Sampler
 log = logging.getLogger(__name__)
 
 
-def run(listen: tuple[str, int] | None, rate_hz: float, secret: bytes | None) -> int:
-    """Serve on TCP at `listen`, or over stdin/stdout when it is None; 0 on a clean stop."""
+def run(
+    listen: tuple[str, int] | None,
+    rate_hz: float,
+    secret: bytes | None,
+    tls: ssl.SSLContext | None = None,
+) -> int:
+    """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
+    clean stop."""
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, on_sample=lambda sample: agent.on_sample(sample))
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
-    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret)
+    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls)
 
     def ready(port: int) -> None:
         gpus = len(agent.inventory.gpus)
-        log.info("listening on %s:%d, %d GPU(s), %g Hz", listen[0], port, gpus, rate_hz)
+        how = "TCP"
+        if tls is not None:
+            how = "mutual TLS" if tls.verify_mode == ssl.CERT_REQUIRED else "TLS"
+        log.info("listening on %s:%d, %d GPU(s), %g Hz, %s", listen[0], port, gpus, rate_hz, how)
 
     serve = agent.serve_tcp(*listen, ready) if listen else agent.serve_stdio()
     sampler.start()

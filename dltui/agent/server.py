@@ -1,8 +1,8 @@
 """The agent process: a sampler thread feeding any number of client sessions.
 
-Transports: TCP (`serve_tcp`) and this process's own stdin/stdout (`serve_stdio`, for a local
-spawn and for SSH). Sampling happens in the sampler's threads; this event loop only encodes each
-sample once and hands the bytes to the sessions.
+Transports: TCP or TLS (`serve_tcp`) and this process's own stdin/stdout (`serve_stdio`, for a
+local spawn and for SSH). Sampling happens in the sampler's threads; this event loop only
+encodes each sample once and hands the bytes to the sessions.
 """
 
 from __future__ import annotations
@@ -13,18 +13,22 @@ import ipaddress
 import logging
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 
 from dltui.agent.jobs import Jobs
+from dltui.agent.listener import accept_forever, listening_socket
 from dltui.agent.session import Session
+from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Inventory, Message, Sample, to_wire
+from dltui.protocol.messages import Error, Inventory, Message, Sample, to_wire
 from dltui.protocol.stream import MessageStream, claim_stdout
 
 log = logging.getLogger(__name__)
 
-AUTH_FAILURE_DELAY_CAP = 5.0
+MAX_SESSIONS = 128
+"""Connections served at once; one more is told the agent is busy and closed."""
 
 
 class ConfigError(Exception):
@@ -57,15 +61,24 @@ class Agent:
         rate_hz: float,
         agent_id: str,
         secret: bytes | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.inventory = inventory
         self.rate_hz = rate_hz
         self.agent_id = agent_id
         self.secret = secret
+        self.tls = tls
         self.sessions: set[Session] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._failures: dict[str, int] = {}
+        self.throttle = AuthThrottle()
         self.jobs = Jobs(self.publish)
+
+    @property
+    def authenticates_clients(self) -> bool:
+        """A shared secret, or TLS that requires a client certificate (mutual TLS)."""
+        return self.secret is not None or (
+            self.tls is not None and self.tls.verify_mode == ssl.CERT_REQUIRED
+        )
 
     # Called from the sampler thread.
     def on_sample(self, sample: Sample) -> None:
@@ -87,14 +100,12 @@ class Agent:
             if session.ready:
                 session.deliver(frame)
 
-    async def auth_failed(self, peer: str) -> None:
-        """Slow down a peer that keeps guessing: 0.1 s, 0.2 s, 0.4 s … up to 5 s a try."""
-        host = peer.rsplit(":", 1)[0]
-        count = self._failures[host] = self._failures.get(host, 0) + 1
-        log.warning("authentication failed from %s (%d in a row)", peer, count)
-        await asyncio.sleep(min(0.1 * 2 ** (count - 1), AUTH_FAILURE_DELAY_CAP))
-
     async def _serve(self, stream: MessageStream, peer: str) -> None:
+        if len(self.sessions) >= MAX_SESSIONS:
+            log.warning("refusing %s: %d clients already", peer, len(self.sessions))
+            await stream.send(Error("busy", f"the agent serves {MAX_SESSIONS} clients already"))
+            await stream.close()
+            return
         session = Session(self, stream, peer)
         self.sessions.add(session)
         try:
@@ -104,24 +115,17 @@ class Agent:
 
     async def serve_tcp(self, host: str, port: int, ready: Callable[[int], None]) -> None:
         """Serve until cancelled; `ready` gets the bound port (useful with port 0)."""
-        if not is_loopback(host) and self.secret is None:
+        if not is_loopback(host) and not self.authenticates_clients:
             raise ConfigError(
-                f"refusing to listen on {host}, which is not loopback, without --secret-file; "
-                "use a secret, or reach the agent over SSH"
+                f"refusing to listen on {host}, which is not loopback, without --secret-file "
+                "(or --tls-client-ca); use a secret, or reach the agent over SSH"
             )
         self._loop = asyncio.get_running_loop()
-
-        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            address = writer.get_extra_info("peername")
-            peer = f"{address[0]}:{address[1]}" if address else "?"
-            await self._serve(MessageStream(reader, writer), peer)
-
-        server = await asyncio.start_server(accept, host, port, reuse_address=True)
-        ready(server.sockets[0].getsockname()[1])
+        listener = listening_socket(host, port)
+        ready(listener.getsockname()[1])
         try:
-            await server.serve_forever()
+            await accept_forever(listener, self._serve, self.tls)
         finally:
-            server.close()
             await self.jobs.stop()
             await self.stop_sessions("agent shutting down")
 

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 QUEUE_LIMIT = 256
 HANDSHAKE_TIMEOUT = 10.0
 MAX_RATE_HZ = 100.0
+MAX_FRAME_BEFORE_AUTH = 4096
+"""An auth frame is about 100 bytes: before it, no peer may make the agent buffer more."""
 
 
 class Session:
@@ -62,8 +64,15 @@ class Session:
     # --- outgoing -------------------------------------------------------------------------
 
     def offer(self, mono: float, frame: bytes) -> None:
-        """A sample frame from the sampler; kept if the client's rate asks for it."""
-        if self._period is None or mono - self._last_sent_mono < self._period * 0.9:
+        """A sample frame from the sampler; kept if the client's rate asks for it.
+
+        A client that asks for the agent's own rate (or more) gets every sample: a tick that
+        ran late must not make the next, on-time one look too early and be skipped unseen.
+        """
+        if self._period is None:
+            return
+        every = self._period * self.agent.rate_hz <= 1.05
+        if not every and mono - self._last_sent_mono < self._period * 0.9:
             return
         self._last_sent_mono = mono
         if len(self._samples) >= QUEUE_LIMIT:
@@ -94,8 +103,11 @@ class Session:
     # --- incoming -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        limit = self.stream.max_frame
+        self.stream.max_frame = MAX_FRAME_BEFORE_AUTH
         try:
             await asyncio.wait_for(self._handshake(), HANDSHAKE_TIMEOUT)
+            self.stream.max_frame = limit
             self._writer = asyncio.create_task(self._write_loop())
             while not self._closing:
                 message = await self.stream.receive()
@@ -150,8 +162,10 @@ class Session:
             )
         proof = None
         if secret and challenge:
-            if not auth.same(auth.client_mac(secret, challenge, message.nonce), message.mac):
-                await self.agent.auth_failed(self.peer)
+            expected = auth.client_mac(secret, challenge, message.nonce)
+            if not await self.agent.throttle.check(
+                self.peer, lambda: auth.same(expected, message.mac)
+            ):
                 raise AuthError("wrong secret")
             proof = auth.agent_proof(secret, challenge, message.nonce)
         await self.stream.send(

@@ -1,9 +1,9 @@
 """Rank processes: start them, watch them, stop them, and say why a run failed.
 
-Used wherever a framework's collective engine needs one process per GPU (all-reduce now,
-data-parallel training next). Ranks report JSON lines on one shared pipe; the first failure
-ends the run at once, because the survivors of a dead peer can block in a collective until
-their timeout.
+Used wherever a framework's collective engine needs one process per GPU: all-reduce, and
+data-parallel training. Ranks report JSON lines on one shared pipe (`Reporter` writes them);
+the first failure ends the run at once, because the survivors of a dead peer can block in a
+collective until their timeout.
 """
 
 from __future__ import annotations
@@ -14,16 +14,52 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 
-from dltui.protocol.messages import KernelResult
+from dltui.protocol.messages import KernelResult, ModelResult, to_plain
+from dltui.protocol.validate import build
 
-OnResult = Callable[[KernelResult], None]
-OnProgress = Callable[[int, int, str], None]
+Result = KernelResult | ModelResult
+OnResult = Callable[[Result], None]
+OnProgress = Callable[..., None]
+"""on_progress(done, total, label[, fraction]): as the worker's JobProgress frames."""
 ShouldStop = Callable[[], bool]
 
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""NVLink multicast stays off in every rank: it can put a shared host's GPUs out of service."""
 EXIT_GRACE_S = 10.0
+PROGRESS_INTERVAL_S = 0.5
+
+
+class Reporter:
+    """A rank's side of the report pipe: one JSON line per event, each a single write."""
+
+    def __init__(self, fd: int, rank: int) -> None:
+        self._channel = os.fdopen(fd, "w", buffering=1)  # closes when the process ends
+        self.rank = rank
+        self._last_progress = 0.0
+
+    def _send(self, event: str, **fields: object) -> None:
+        self._channel.write(json.dumps({"event": event, "rank": self.rank, **fields}) + "\n")
+
+    def result(self, result: Result) -> None:
+        self._send("result", result=to_plain(result))
+
+    def error(self, message: str) -> None:
+        self._send("error", message=message)
+
+    def progress(self, fraction: float) -> None:
+        """How far this rank's case is; sent at most every PROGRESS_INTERVAL_S."""
+        now = time.monotonic()
+        if now - self._last_progress >= PROGRESS_INTERVAL_S:
+            self._last_progress = now
+            self._send("progress", fraction=round(min(max(fraction, 0.0), 1.0), 4))
 
 
 def free_port() -> int:
@@ -42,10 +78,12 @@ def supervise(
     on_result: OnResult,
     on_progress: OnProgress,
     should_stop: ShouldStop,
+    result_type: type[Result] = KernelResult,
 ) -> tuple[int, str | None]:
-    """Run the ranks to the end; return how many sizes were measured and why the run failed.
-    Each result announces the next size: `on_progress(done, len(labels), label)`. Without
-    `reports` (no global rank 0 here) no result is expected, so none missing is a failure.
+    """Run the ranks to the end; return how many cases were measured and why the run failed.
+    Each result announces the next case: `on_progress(done, len(labels), label)`; a rank's
+    progress events say how far the current one is. Without `reports` (no global rank 0 here)
+    no result is expected, so none missing is a failure.
 
     All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
     interleave). The first failure ends the run at once: the other ranks are terminated, not
@@ -71,10 +109,13 @@ def supervise(
         *lines, pending = (pending + chunk).split(b"\n")
         for event in map(json.loads, lines):
             if event["event"] == "result":
-                on_result(KernelResult(**event["result"]))
+                on_result(build(result_type, event["result"], "result"))
                 measured += 1
                 if measured < len(labels) and not stopping:
                     on_progress(measured, len(labels), labels[measured])
+            elif event["event"] == "progress":
+                if measured < len(labels) and not stopping:
+                    on_progress(measured, len(labels), labels[measured], event["fraction"])
             else:
                 errors.setdefault(event["rank"], event["message"])
 
@@ -118,6 +159,11 @@ def supervise(
               if rank not in errors]  # fmt: skip
     reasons = silent + [f"rank {rank}: {message}" for rank, message in errors.items()] + notes
     return measured, "; ".join(reasons) or None
+
+
+def stdin_closed() -> bool:
+    """A rank's stop signal from its parent: stdin turns readable at end of file."""
+    return bool(select.select([sys.stdin], [], [], 0)[0])
 
 
 def _ask_to_stop(process: subprocess.Popen[bytes]) -> None:

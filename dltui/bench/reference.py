@@ -1,9 +1,13 @@
-"""The published V100 figure for a case, so every result says how this machine compares.
+"""Published figures, so every result says how this machine compares.
 
-The figures are DeepBench's training results on one V100 in a DGX-1 (bench/data/
-deepbench_v100_train.csv). Precision: our fp16, bf16 and mixed compare with their "mixed"
-rows (16-bit inputs, 32-bit accumulation; the V100 has no bf16), our fp32 and tf32 with their
+Kernels: DeepBench's training results on one V100 in a DGX-1 (bench/data/
+deepbench_v100_train.csv). Precision: our fp16, bf16 and mixed compare with their "mixed" rows
+(16-bit inputs, 32-bit accumulation; the V100 has no bf16), our fp32 and tf32 with their
 "fp32" rows (the V100 has no TF32, so tf32's ratio shows what TF32 buys over plain fp32).
+
+Training: tf_cnn_benchmarks' published images/s on 1–8 P100s of a DGX-1 (bench/data/
+tf_cnn_benchmarks_published.csv; synthetic data, fp32, its default batch): the era and the
+systems the scale-up vs scale-out whitepaper measured.
 """
 
 from __future__ import annotations
@@ -89,3 +93,31 @@ def ratio(reference: Reference, tflops: float | None, seconds: float) -> float |
     if reference.ms and seconds > 0:
         return reference.ms / 1e3 / seconds
     return None
+
+
+class PublishedTraining(NamedTuple):
+    label: str
+    images_per_s: float
+
+
+_TRAINING_NAMES = {"ResNet-50": "resnet50", "VGG16": "vgg16", "AlexNet": "alexnet"}
+_TRAINING_BATCH = {"resnet50": "64", "vgg16": "64", "alexnet": "512"}
+
+
+@cache
+def _training_index() -> dict[tuple[str, int], PublishedTraining]:
+    index = {}
+    for row in read_data_csv("tf_cnn_benchmarks_published.csv"):
+        model = _TRAINING_NAMES.get(row["model"])
+        if (model and row["data"] == "synthetic" and row["images_per_sec"]
+                and row["batch_per_gpu"] == _TRAINING_BATCH[model]):  # fmt: skip
+            gpus = int(row["gpus"])
+            label = f"tf_cnn_benchmarks, {gpus}× {row['gpu']}, fp32, batch {row['batch_per_gpu']}"
+            index[(model, gpus)] = PublishedTraining(label, float(row["images_per_sec"]))
+    return index
+
+
+def published_training(model: str, gpus: int, servers: int) -> PublishedTraining | None:
+    """tf_cnn_benchmarks' figure for this model on as many GPUs of one server; None where it
+    published none (GoogLeNet, more than 8 GPUs, several servers)."""
+    return _training_index().get((model, gpus)) if servers == 1 else None

@@ -83,7 +83,7 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
         rate = images_text(result.images_per_s)
         return f"{head} {rate:>10} images/s; {how} ({result.epochs} epochs)"
     ratio = (
-        f"{result.images_per_s / result.reference_images_per_s:.2f}×"
+        f"{result.images_per_s / result.reference_images_per_s:.3g}×"
         if result.images_per_s and result.reference_images_per_s
         else ""
     )

@@ -147,13 +147,16 @@ class Campaign:
         await asyncio.gather(*(self._cancel(part) for step in self.steps for part in step.parts))
 
     def failures(self, name: Callable[[Member], str] = lambda member: member.source) -> list[str]:
-        """Why the parts that failed or were refused did, each named by `name`."""
-        return [
-            f"{name(part.member)} {part.end.state}: {part.end.error}"
+        """Why the parts that failed or were refused did, first first, each named by `name`
+        (the first is usually the cause of the others)."""
+        ended = [
+            (part.end, part.member)
             for step in self.steps
             for part in step.parts
             if part.end is not None and part.end.state in ("failed", "refused")
         ]
+        ended.sort(key=lambda pair: pair[0].wall)
+        return [f"{name(member)} {end.state}: {end.error}" for end, member in ended]
 
     def _make_steps(self) -> list[Step]:
         plan, members = self.plan, self.members

@@ -11,13 +11,20 @@ import asyncio
 import itertools
 import logging
 import socket
+import ssl
 import time
 import uuid
 from collections.abc import Callable
 
 from dltui.client.clock import ClockEstimator
 from dltui.client.target import Target
-from dltui.client.transport import Transport, failure_reason, open_transport
+from dltui.client.tls import describe_tls_error
+from dltui.client.transport import (
+    Transport,
+    TransportAuthError,
+    failure_reason,
+    open_transport,
+)
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
@@ -27,6 +34,7 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     Hello,
+    JobEnd,
     Link,
     LinkStateName,
     Message,
@@ -43,6 +51,7 @@ log = logging.getLogger(__name__)
 
 PING_INTERVAL = 1.0
 SILENCE_LIMIT = 5.0  # no frame at all for this long: the agent is treated as gone
+SILENCE_GRACE = 1.0
 BACKOFF = (0.25, 0.5, 1.0, 2.0)
 AUTH_RETRY = 10.0
 
@@ -54,9 +63,17 @@ def new_job_id() -> str:
 
 
 async def handshake(
-    stream: MessageStream, secret: bytes | None, client_name: str, timeout: float = 10.0
+    stream: MessageStream,
+    secret: bytes | None,
+    client_name: str,
+    timeout: float = 10.0,
+    clock: ClockEstimator | None = None,
 ) -> Welcome:
-    """Authenticate to an agent; AuthError when either side's proof fails."""
+    """Authenticate to an agent; AuthError when either side's proof fails.
+
+    With `clock`, the auth → welcome round trip is its first exchange, so the agent's clock
+    offset is known before the first sample arrives.
+    """
 
     async def exchange() -> Welcome:
         hello = await stream.receive()
@@ -72,8 +89,11 @@ async def handshake(
             raise AuthError("the agent requires a secret: pass --secret-file")
         nonce = auth.new_nonce()
         mac = auth.client_mac(secret, hello.challenge, nonce) if hello.challenge else None
+        sent_wall, sent_mono = time.time(), time.monotonic()
         await stream.send(Auth(PROTOCOL_VERSION, client_name, nonce, mac))
         reply = await stream.receive()
+        if clock is not None and isinstance(reply, Welcome):
+            clock.add(sent_wall, time.monotonic() - sent_mono, reply.wall)
         if isinstance(reply, Error):
             raise AuthError(f"agent refused: {reply.message}")
         if not isinstance(reply, Welcome):
@@ -86,8 +106,17 @@ async def handshake(
 
     try:
         return await asyncio.wait_for(exchange(), timeout)
+    except ssl.SSLError as exc:  # TLS 1.3: a refused client certificate shows on first read
+        raise TransportAuthError(describe_tls_error(exc)) from exc
     except EOFError as exc:
-        raise AuthError("the agent closed the connection during the handshake") from exc
+        if stream.writer.get_extra_info("ssl_object") is not None:
+            # A refused client certificate ends TLS 1.3 without an alert reaching us.
+            raise TransportAuthError(
+                "TLS: the agent closed the connection during the handshake; if it requires "
+                "a client certificate, pass --tls-cert and --tls-key signed by a CA it trusts"
+            ) from exc
+        why = f" ({exc})" if str(exc) != "connection closed" else ""
+        raise AuthError(f"the agent closed the connection during the handshake{why}") from exc
     except TimeoutError as exc:
         raise AuthError("no handshake from the agent in time") from exc
 
@@ -115,6 +144,8 @@ class AgentConnection:
         self._stopping = False
         self._transport: Transport | None = None
         self._pings: dict[int, tuple[float, float]] = {}  # token -> (wall, mono) sent
+        self._jobs: set[str] = set()
+        """Jobs started here whose end has not arrived."""
 
     def _link(self, state: LinkStateName, detail: str | None = None) -> None:
         self.state = state
@@ -138,6 +169,7 @@ class AgentConnection:
             if self._stopping:
                 break
             self._link("offline", detail)
+            self._lost_jobs(detail)
             await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
             attempt += 1
 
@@ -152,6 +184,7 @@ class AgentConnection:
         """Start a benchmark job on this agent; its frames arrive through `on_message`."""
         job = job or new_job_id()
         await self.send(lambda seq: Run.of(seq, job, plan))
+        self._jobs.add(job)
         return job
 
     async def cancel(self, job: str) -> None:
@@ -170,7 +203,9 @@ class AgentConnection:
         self._transport = transport = await open_transport(self.target)
         try:
             stream = transport.stream
-            self.welcome = welcome = await handshake(stream, self.secret, socket.gethostname())
+            self.welcome = welcome = await handshake(
+                stream, self.secret, socket.gethostname(), clock=self.clock
+            )
             self.on_message(self.source, welcome)
             await stream.send(Subscribe(next(self._seq), self.rate_hz))
             self._link("live")
@@ -185,13 +220,28 @@ class AgentConnection:
 
     async def _read_loop(self, stream: MessageStream) -> None:
         while True:
-            message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+            try:
+                message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+            except TimeoutError:
+                # A client that was itself suspended (SIGSTOP, a closed laptop) wakes to a timer
+                # that fires before it reads what has been waiting: one short look first.
+                message = await asyncio.wait_for(stream.receive(), SILENCE_GRACE)
             if isinstance(message, Pong):
                 self._on_pong(message)
             elif isinstance(message, Bye):
                 self.on_message(self.source, message)
                 raise EOFError(f"agent said bye: {message.reason}")
+            elif isinstance(message, JobEnd):
+                self._jobs.discard(message.job)
             self.on_message(self.source, message)
+
+    def _lost_jobs(self, detail: str) -> None:
+        """A job whose agent went away has ended as far as this client can tell: say so, once,
+        rather than leave it running forever in the UI and in a recording."""
+        for job in sorted(self._jobs):
+            why = f"lost the connection to the agent: {detail}"
+            self.on_message(self.source, JobEnd(job, "failed", why, time.time()))
+        self._jobs.clear()
 
     def _on_pong(self, pong: Pong) -> None:
         sent = self._pings.pop(pong.token, None)

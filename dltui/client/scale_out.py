@@ -42,7 +42,7 @@ def assign_ranks(
         peers = [f"{rendezvous_host(target)}:{port + i}" for i, target in enumerate(targets)]
         host = rendezvous_host(targets[0])
         return [
-            replace(plan, cluster=ClusterRole(host, port, i, 1, len(targets), peers))
+            replace(plan, cluster=ClusterRole(host, port, i, 1, len(targets), peers, len(targets)))
             for i in range(len(targets))
         ]
     counts = [local_ranks(plan, inventory) for inventory in inventories]
@@ -51,7 +51,7 @@ def assign_ranks(
     plans: list[Plan] = []
     offset = 0
     for count in counts:
-        role = ClusterRole(host, port, rank_offset=offset, local_ranks=count, world=world)
+        role = ClusterRole(host, port, offset, count, world, servers=len(targets))
         plans.append(replace(plan, cluster=role))
         offset += count
     return plans

@@ -1,25 +1,82 @@
-"""What the user names on the command line: `host:port`, `[ipv6]:port`, or `local`."""
+"""What the user names on the command line: an agent and how to reach it.
+
+    local                       an agent started here, over a pipe
+    HOST[:PORT], [IPv6]:PORT    TCP (TLS when the client is given TLS options)
+    tls://HOST[:PORT]           TLS, always
+    ssh://[USER@]HOST[:PORT]    `dltui agent --stdio` started on HOST by the system's ssh client
+
+Hosts and users are checked here, once: nothing that could read as an ssh option or mean
+something to a shell gets through.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ipaddress
+import re
+import shlex
+from dataclasses import dataclass, replace
 from typing import Literal
 
 DEFAULT_PORT = 7070
+DEFAULT_REMOTE_DLTUI = ("dltui",)
+
+TargetKind = Literal["tcp", "tls", "ssh", "local"]
+
+# A DNS name, an ssh_config alias or an IPv4 address; never starting with "-".
+_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}")
+
+
+@dataclass(frozen=True, slots=True)
+class TlsOptions:
+    """How a client checks an agent's certificate and proves itself (mutual TLS)."""
+
+    ca: str | None = None
+    """PEM file of the CA that signs the agents' certificates; None: the system's trust store."""
+    cert: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SshOptions:
+    remote_dltui: tuple[str, ...] = DEFAULT_REMOTE_DLTUI
+    """How to run dltui on the remote host, as words; `agent --stdio` is appended."""
+    config: str | None = None
+    """An ssh_config file to use instead of the user's (ssh -F)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    kind: Literal["tcp", "local"]
+    kind: TargetKind
     host: str = ""
-    port: int = DEFAULT_PORT
+    port: int | None = DEFAULT_PORT
+    """None only for ssh, where ssh's own configuration picks the port."""
+    user: str | None = None
+    tls: TlsOptions | None = None
+    ssh: SshOptions | None = None
 
     @property
     def label(self) -> str:
         if self.kind == "local":
             return "local"
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        if self.kind == "ssh":
+            user = f"{self.user}@" if self.user else ""
+            port = f":{self.port}" if self.port else ""
+            return f"ssh://{user}{host}{port}"
+        address = f"{host}:{self.port}"
+        return f"tls://{address}" if self.kind == "tls" else address
+
+    def reached_with(self, tls: TlsOptions | None, ssh: SshOptions | None) -> Target:
+        """This target with the client's TLS and SSH options: a bare HOST:PORT uses TLS when
+        any TLS option is given, so `--tls-ca` alone secures every TCP agent."""
+        if self.kind == "tcp" and tls is not None:
+            return replace(self, kind="tls", tls=tls)
+        if self.kind == "tls":
+            return replace(self, tls=tls or TlsOptions())
+        if self.kind == "ssh":
+            return replace(self, ssh=ssh or SshOptions())
+        return self
 
 
 def parse_target(text: str) -> Target:
@@ -27,13 +84,30 @@ def parse_target(text: str) -> Target:
     text = text.strip()
     if text == "local":
         return Target("local")
-    host, port = parse_host_port(text)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    if scheme == "ssh":
+        return _parse_ssh(text, rest)
+    if scheme not in ("tcp", "tls"):
+        raise ValueError(f"bad agent address {text!r}: unknown scheme {scheme}:// (tls, ssh)")
+    host, port = parse_host_port(rest)
     if port == 0:
         raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
-    return Target("tcp", host, port)
+    return Target(scheme, host, port)  # type: ignore[arg-type]
 
 
-def parse_host_port(text: str) -> tuple[str, int]:
+def _parse_ssh(text: str, rest: str) -> Target:
+    user, at, hostport = rest.rpartition("@")
+    if at and not _USER.fullmatch(user):
+        raise ValueError(f"bad agent address {text!r}: {user!r} is not a user name")
+    host, port = parse_host_port(hostport, default_port=None)
+    if port == 0:
+        raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
+    return Target("ssh", host, port, user or None)
+
+
+def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple[str, int | None]:
     """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here."""
     text = text.strip()
     if text.startswith("["):
@@ -41,6 +115,10 @@ def parse_host_port(text: str) -> tuple[str, int]:
         if not sep or (rest and not rest.startswith(":")):
             raise ValueError(f"bad agent address {text!r}: expected [IPv6]:PORT")
         port_text = rest[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"bad agent address {text!r}: {host!r} is not IPv6") from None
     elif text.count(":") == 1:
         host, port_text = text.split(":")
     elif ":" not in text:
@@ -49,8 +127,21 @@ def parse_host_port(text: str) -> tuple[str, int]:
         raise ValueError(f"bad agent address {text!r}: write IPv6 addresses as [ADDRESS]:PORT")
     if not host:
         raise ValueError(f"bad agent address {text!r}: no host")
+    if ":" not in host and not _HOST.fullmatch(host):
+        raise ValueError(f"bad agent address {text!r}: {host!r} is not a host name or address")
     if not port_text:
-        return host, DEFAULT_PORT
+        return host, default_port
     if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
         raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
     return host, int(port_text)
+
+
+def parse_remote_dltui(text: str) -> tuple[str, ...]:
+    """The words of `--remote-dltui`, e.g. "/opt/dltui/bin/dltui" or "python3 -m dltui"."""
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise ValueError(f"bad remote command {text!r}: {exc}") from None
+    if not words:
+        raise ValueError("the remote command is empty")
+    return words

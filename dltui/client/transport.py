@@ -1,19 +1,41 @@
-"""Opening a byte stream to an agent: TCP, or a local agent spawned over stdio."""
+"""Opening a byte stream to an agent: TCP, TLS, ssh, or a local agent spawned over stdio.
+
+Library failures (ssl's, ssh's exit codes) become this project's errors here, in one place.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shlex
 import socket
+import ssl
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from dltui.client.target import Target
+from dltui.client.target import SshOptions, Target, TlsOptions
+from dltui.client.tls import client_context, describe_tls_error
+from dltui.protocol.errors import AuthError
 from dltui.protocol.stream import MessageStream
+
+STREAM_LIMIT = 2**20
+SSH_EXIT_WAIT = 2.0
+# ssh's own words for "you may not": shown as a refusal, not as the agent being down.
+_SSH_REFUSALS = ("Permission denied", "Host key verification failed", "IDENTIFICATION HAS CHANGED")
+
+
+class TransportAuthError(AuthError, OSError):
+    """The transport refused us: an untrusted certificate, TLS on one side only, ssh's
+    authentication. An AuthError for the UI ('auth failed'), and an OSError so that code
+    treating every failure to connect alike still catches it."""
 
 
 def failure_reason(exc: BaseException) -> str:
     """Why a connection failed, in the words a user expects rather than an errno dump."""
+    if isinstance(exc, ssl.SSLError):
+        return describe_tls_error(exc)
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (is the agent running?)"
     if isinstance(exc, TimeoutError):
@@ -34,35 +56,106 @@ class Transport:
 async def open_transport(target: Target, timeout: float = 5.0) -> Transport:
     """Connect; OSError (with the reason) when the agent cannot be reached."""
     if target.kind == "local":
-        return await _spawn_local()
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(target.host, target.port, limit=2**20), timeout
-    )
+        command = [sys.executable, "-m", "dltui", "agent", "--stdio"]
+        return await _spawn(command, "the local agent")
+    if target.kind == "ssh":
+        return await _spawn(ssh_command(target), "ssh")
+    context = None
+    if target.kind == "tls":
+        context = client_context(target.tls or TlsOptions())
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                target.host, target.port, limit=STREAM_LIMIT, ssl=context,
+                server_hostname=target.host if context else None,
+            ),
+            timeout,
+        )  # fmt: skip
+    except ssl.SSLError as exc:
+        raise TransportAuthError(describe_tls_error(exc)) from exc
     stream = MessageStream(reader, writer)
     return Transport(stream, stream.close)
 
 
-async def _spawn_local() -> Transport:
+def ssh_command(target: Target) -> list[str]:
+    """ssh's argv: never a shell on this side. The remote command is one string, because ssh
+    hands it to the remote user's shell; each word is quoted so the shell reads it as given,
+    but for a leading ~/, which is left for the shell to expand to the remote home."""
+    options = target.ssh or SshOptions()
+    command = ["ssh", "-T", "-e", "none", "-o", "BatchMode=yes"]
+    if options.config is not None:
+        command += ["-F", options.config]
+    if target.port is not None:
+        command += ["-p", str(target.port)]
+    if target.user is not None:
+        command += ["-l", target.user]
+    remote = " ".join(_remote_word(word) for word in [*options.remote_dltui, "agent", "--stdio"])
+    return [*command, "--", target.host, remote]
+
+
+def _remote_word(word: str) -> str:
+    if word.startswith("~/"):
+        return "~/" + shlex.quote(word[2:])
+    return shlex.quote(word)
+
+
+class _ChildStream(MessageStream):
+    """Frames over a child's pipes; at the end, why the child went away, from its exit code
+    and the last thing it said on stderr."""
+
+    def __init__(self, process: asyncio.subprocess.Process, what: str) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        super().__init__(process.stdout, process.stdin)
+        self.process = process
+        self.what = what
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+
+    async def keep_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.stderr_tail.append(line.decode(errors="replace").strip())
+
+    async def receive(self):  # type: ignore[override]
+        try:
+            return await super().receive()
+        except EOFError:
+            raise await self._ended() from None
+
+    async def _ended(self) -> Exception:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.process.wait(), SSH_EXIT_WAIT)
+        code = self.process.returncode
+        said = next((line for line in reversed(self.stderr_tail) if line), "")
+        if self.what == "ssh" and code == 255:
+            if any(words in said for words in _SSH_REFUSALS):
+                return TransportAuthError(f"ssh: {said}")
+            return ConnectionError(f"ssh: {said or 'failed'}")
+        if code == 127:
+            return ConnectionError(
+                f"dltui was not found on the remote host ({said}); pass --remote-dltui"
+            )
+        detail = f": {said}" if said else ""
+        return EOFError(f"{self.what} exited with code {code}{detail}")
+
+
+async def _spawn(command: list[str], what: str) -> Transport:
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "dltui",
-        "agent",
-        "--stdio",
+        *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        limit=2**20,
+        stderr=asyncio.subprocess.PIPE,
+        limit=STREAM_LIMIT,
     )
-    assert process.stdin is not None and process.stdout is not None
-    stream = MessageStream(process.stdout, process.stdin)
+    stream = _ChildStream(process, what)
+    stderr = asyncio.create_task(stream.keep_stderr())
 
     async def close() -> None:
-        await stream.close()  # the agent exits when its stdin closes
+        await stream.close()  # the agent (and ssh) exit when stdin closes
         try:
             await asyncio.wait_for(process.wait(), 3.0)
         except TimeoutError:
             process.kill()
             await process.wait()
+        stderr.cancel()
 
     return Transport(stream, close)

@@ -7,12 +7,15 @@ reads the state on its own timer.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.series import Series
 from dltui.protocol.messages import (
     Error,
+    GpuProcess,
     GpuState,
     Inventory,
     JobEnd,
@@ -83,6 +86,10 @@ class ServerView:
     last_sample_time: float | None = None
     jobs: dict[str, JobView] = field(default_factory=dict)
     """Jobs in the order they started; the last is the one to show."""
+    phases: list[Phase] = field(default_factory=list)
+    """Its benchmark cases, in the order they started (the fleet's tracker finds them)."""
+    processes: dict[int, list[GpuProcess]] = field(default_factory=dict)
+    """GPU index -> the compute processes on it, as last reported (every few seconds)."""
 
     @property
     def name(self) -> str:
@@ -127,6 +134,8 @@ class ServerView:
                 gpu = self.gpus[gpu_sample.index] = GpuView(gpu_sample.index)
             gpu.state = gpu_sample.state
             gpu.errors = gpu_sample.errors
+            if gpu_sample.processes is not None:
+                self.processes[gpu_sample.index] = gpu_sample.processes
             for name, value in gpu_sample.values.items():
                 self._series(gpu.series, name).append(t, value)
         self.samples += 1
@@ -138,6 +147,7 @@ class Fleet:
 
     def __init__(self) -> None:
         self.servers: dict[str, ServerView] = {}
+        self.phases = PhaseTracker()
         self.version = 0
 
     def add(self, source: str) -> ServerView:
@@ -181,6 +191,11 @@ class Fleet:
             job.state, job.error, job.ended = message.state, message.error, message.wall
         elif isinstance(message, Error):
             server.last_error = f"{message.code}: {message.message}"
+        # On the server's own timeline: a phase marker falls where its samples are drawn.
+        when = server.last_sample_time
+        started = self.phases.observe(source, message, time.time() if when is None else when)
+        if started is not None:
+            server.phases.append(started)
         self.version += 1
 
     def reset(self) -> None:
@@ -190,6 +205,7 @@ class Fleet:
             fresh = ServerView(source)
             for name in ServerView.__dataclass_fields__:
                 setattr(server, name, getattr(fresh, name))
+        self.phases = PhaseTracker()
         self.version += 1
 
     def summary(self) -> dict[str, int]:

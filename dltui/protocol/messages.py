@@ -63,6 +63,17 @@ class Inventory:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A compute process on a GPU (NVML's list), so a user sees who else is using it."""
+
+    pid: int
+    memory: int | None = None
+    """GPU memory it holds, bytes; None where NVML cannot say (some drivers, MIG)."""
+    name: str | None = None
+    """The process name as the agent's host sees it; None when it could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
 class GpuSample:
     index: int
     state: GpuState
@@ -70,6 +81,9 @@ class GpuSample:
     """Field name (see protocol.fields) to value; a field NVML does not support is absent."""
     errors: dict[str, str] = field(default_factory=dict)
     """Fields whose read failed this tick, with NVML's reason."""
+    processes: list[GpuProcess] | None = None
+    """The compute processes, only in the sample after each read (every 2 s): None means
+    "unchanged since the last list", an empty list "none"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +110,8 @@ class ClusterRole:
     """torch: ranks over all agents. TensorFlow: workers, one per agent."""
     peers: list[str] = field(default_factory=list)
     """TensorFlow: every agent's worker address HOST:PORT, in order (its TF_CONFIG cluster)."""
+    servers: int = 1
+    """Agents taking part (a result reports how many servers its figure spans)."""
 
 
 @dataclass(frozen=True, slots=True)

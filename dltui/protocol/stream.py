@@ -28,6 +28,15 @@ class MessageStream:
         self.writer = writer
         self._decoder = FrameDecoder(max_frame)
 
+    @property
+    def max_frame(self) -> int:
+        """The largest frame body accepted from the peer; lowered until it has authenticated."""
+        return self._decoder.max_frame
+
+    @max_frame.setter
+    def max_frame(self, limit: int) -> None:
+        self._decoder.max_frame = limit
+
     async def receive(self) -> Message:
         """The next message; EOFError when the peer closed, ProtocolError on bad input."""
         while True:

@@ -18,7 +18,6 @@ from dltui.bench.table import model_what
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
 if TYPE_CHECKING:
-    from dltui.recording.phases import Phase
     from dltui.recording.report import Session
 
 KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
@@ -33,11 +32,7 @@ def _save(figure: object, path: Path) -> None:
 
 
 def kernels(session: Session) -> list[KernelResult]:
-    return [p.result for p in session.phases if isinstance(p.result, KernelResult)]
-
-
-def training(session: Session) -> list[Phase]:
-    return [p for p in session.phases if isinstance(p.result, ModelResult)]
+    return [p.result for p in session.kernel_phases()]  # type: ignore[misc]
 
 
 def plot_throughput(sessions: list[Session], path: Path) -> bool:
@@ -86,11 +81,11 @@ def plot_training(sessions: list[Session], path: Path) -> bool:
     """Images/s of every training run, per server."""
     import matplotlib.pyplot as plt
 
-    runs = [(s.name, p) for s in sessions for p in training(s) if p.result.images_per_s]
+    runs = [(s, p) for s in sessions for p in s.training_phases() if p.result.images_per_s]
     if not runs:
         return False
     figure, axis = plt.subplots(figsize=(10, 0.3 * len(runs) + 1.5))
-    labels = [f"{name} {p.hostname}: {model_what(p.result)}" for name, p in runs]
+    labels = [f"{s.name} {s.hostname(p.source)}: {model_what(p.result)}" for s, p in runs]
     axis.barh(range(len(runs)), [p.result.images_per_s for _, p in runs], color=TRAINING)
     axis.set_yticks(range(len(runs)), labels, fontsize=7)
     axis.invert_yaxis()
@@ -105,12 +100,13 @@ def scaling_curves(sessions: list[Session]) -> dict[str, list[tuple[int, float]]
     curves: dict[tuple[object, ...], dict[int, float]] = defaultdict(dict)
     labels: dict[tuple[object, ...], str] = {}
     for session in sessions:
-        for phase in training(session):
+        for phase in session.training_phases():
             result = phase.result
             if result.images_per_s and result.servers == 1 and result.error is None:
-                key = (session.name, phase.server, configuration(result))
-                labels[key] = (f"{session.name} {phase.hostname}: {result.model} "
-                               f"{result.precision} batch {result.batch}")  # fmt: skip
+                key = (session.name, phase.source, configuration(result))
+                host = session.hostname(phase.source)
+                labels[key] = (f"{session.name} {host}: {result.model} {result.precision} "
+                               f"batch {result.batch}")  # fmt: skip
                 curves[key][result.gpus] = result.images_per_s  # the latest run wins
     return {labels[key]: sorted(points.items()) for key, points in curves.items()}
 
@@ -155,10 +151,10 @@ def plot_per_watt(sessions: list[Session], path: Path) -> bool:
 
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for session in sessions:
-        for phase in training(session):
-            if phase.images_per_watt is not None:
-                label = f"{session.name} {phase.hostname}: {phase.result.model}"
-                series[label].append((phase.result.gpus, phase.images_per_watt))
+        for phase in session.training_phases():
+            if phase.per_watt is not None:
+                label = f"{session.name} {session.hostname(phase.source)}: {phase.result.model}"
+                series[label].append((phase.result.gpus, phase.per_watt))
     if not series:
         return False
     figure, axis = plt.subplots(figsize=(8, 4.5))
@@ -203,8 +199,8 @@ def plot_telemetry(session: Session, path: Path) -> bool:
         for index, phase in enumerate(session.phases):
             colour = (TRAINING if isinstance(phase.result, ModelResult) else ALLREDUCE
                       if phase.result.kind == "allreduce" else KERNEL)  # fmt: skip
-            axis.axvspan(phase.start - start, phase.end - start, alpha=0.15 + 0.1 * (index % 2),
-                         color=colour, linewidth=0)  # fmt: skip
+            axis.axvspan(phase.start - start, (phase.end or phase.start) - start,
+                         alpha=0.15 + 0.1 * (index % 2), color=colour, linewidth=0)  # fmt: skip
     axes[-1].set_xlabel("seconds since the recording began (shaded: benchmark phases)")
     axes[0].set_title(f"{session.name}: telemetry during the benchmarks")
     _save(figure, path)

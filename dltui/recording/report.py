@@ -18,17 +18,19 @@ from pathlib import Path
 
 from dltui.bench.scaling import scaling
 from dltui.bench.table import images_text, model_what, percent, rate_text, ratio_text
+from dltui.fleet.phases import Phase
 from dltui.formatting import fmt_duration, fmt_rate
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
 from dltui.recording.format import Header, Record
-from dltui.recording.phases import Phase, phases
+from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
 
-NOTE = ("Telemetry per case is the mean of the samples received while it ran; cases shorter "
-        "than a sampling interval (0.1 s, GPM 0.5 s) have few or none. A training run's power "
-        "is that of the GPUs it used (0 to N-1); efficiency is images/s over N times the same "
-        "server's one-GPU figure (one-server figure across servers).")  # fmt: skip
+NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
+        "used; cases shorter than a sampling interval (0.1 s, GPM 0.5 s) have few or none. "
+        "Power is the energy counter's where it moved twice inside the case, else the sampled "
+        "power. Efficiency is images/s over N times the same server's one-GPU figure "
+        "(one-server figure across servers).")  # fmt: skip
 
 
 @dataclass
@@ -42,6 +44,16 @@ class Session:
         return {r.source: r.message.inventory for r in self.records
                 if isinstance(r.message, Welcome)}  # fmt: skip
 
+    def hostname(self, source: str) -> str:
+        inventory = self.inventories().get(source)
+        return inventory.hostname if inventory is not None else source
+
+    def kernel_phases(self) -> list[Phase]:
+        return [p for p in self.phases if isinstance(p.result, KernelResult)]
+
+    def training_phases(self) -> list[Phase]:
+        return [p for p in self.phases if isinstance(p.result, ModelResult)]
+
 
 def load(paths: list[Path]) -> list[Session]:
     sessions = []
@@ -50,7 +62,7 @@ def load(paths: list[Path]) -> list[Session]:
         records = reader.read_all()
         if note := reader.damage_report():
             print(f"dltui report: {note}", file=sys.stderr)
-        sessions.append(Session(path.stem, reader.header, records, phases(path.stem, records)))
+        sessions.append(Session(path.stem, reader.header, records, phases(records)))
     return sessions
 
 
@@ -74,19 +86,18 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "case", "pass", "prec", "median", "rate", "vs V100", "power",
              "TFLOP/s per W", "util", "tensor", "NVLink"]]  # fmt: skip
     for session in sessions:
-        for phase in session.phases:
+        for phase in session.kernel_phases():
             r, t = phase.result, phase.telemetry
-            if not isinstance(r, KernelResult):
-                continue
+            assert isinstance(r, KernelResult)
             if r.error is not None:
                 rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
                              "error", r.error, "", "", "", "", "", ""])  # fmt: skip
                 continue
-            per_watt = phase.tflops_per_watt
+            per_watt, watts = phase.tflops_per_watt, phase.watts
             rows.append([
                 session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
                 fmt_duration(r.median_s), rate_text(r), ratio_text(r),
-                _cell(t.get("power"), f"{t.get('power', 0):.0f} W"),
+                _cell(watts, f"{watts or 0:.0f} W"),
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
                 _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"),
@@ -99,24 +110,26 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "host", "run", "framework", "device", "images/s", "±", "vs 1 GPU",
              "vs 1 server", "power", "images/s per W", "util", "tensor", "reference"]]  # fmt: skip
     for session in sessions:
-        runs = [p for p in session.phases if isinstance(p.result, ModelResult)]
-        efficiencies = scaling([(p.server, p.result) for p in runs])
+        runs = session.training_phases()
+        efficiencies = scaling([(p.source, p.result) for p in runs])  # type: ignore[misc]
         for phase, efficiency in zip(runs, efficiencies, strict=True):
             r, t = phase.result, phase.telemetry
+            assert isinstance(r, ModelResult)
+            host = session.hostname(phase.source)
             if r.error is not None:
-                rows.append([session.name, phase.hostname, model_what(r), r.framework, r.device,
+                rows.append([session.name, host, model_what(r), r.framework, r.device,
                              "error", r.error, *[""] * 7])  # fmt: skip
                 continue
-            per_watt = phase.images_per_watt
+            per_watt, watts = phase.per_watt, phase.watts
             reference = ""
             if r.reference_images_per_s and r.images_per_s:
                 reference = (f"{r.images_per_s / r.reference_images_per_s:.2f}× "
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
-                session.name, phase.hostname, model_what(r), r.framework, r.device,
+                session.name, host, model_what(r), r.framework, r.device,
                 images_text(r.images_per_s), images_text(r.spread),
                 percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
-                _cell(t.get("power"), f"{t.get('power', 0):.0f} W"),
+                _cell(watts, f"{watts or 0:.0f} W"),
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
                 _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"), reference,

@@ -5,7 +5,9 @@ module turns all of that into three outcomes per field: a value, absent (not sup
 once per device and never asked again), or an error for this tick. A GPU that falls off the
 bus becomes a sticky "lost" state while the others go on. Callers never see an NVML exception.
 
-The NVML module is a constructor argument, so tests (and fault injection) hand in a fake.
+The NVML module is a constructor argument, so tests (and fault injection) hand in a fake. A
+call that never returns marks its GPU hung through `watch` (see nvml_watch), so that it stalls
+neither the other GPUs nor the agent.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuSample, GpuState
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
     FAST_GROUPS,
@@ -26,11 +28,13 @@ from dltui.telemetry.nvml_reads import (
     INIT_REASONS,
     KB,
     KIB,
+    PROCESS_READ,
     SIMPLE_READS,
     SLOW_INTERVALS,
     SLOW_SIMPLE_READS,
     VALUE_MEMBERS,
 )
+from dltui.telemetry.nvml_watch import CallWatch
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,7 @@ class NvmlGateway:
         """Why there are no GPUs; None when NVML started and found some."""
         self.driver_version: str | None = None
         self.cuda_version: str | None = None
+        self.watch = CallWatch()
 
     @property
     def count(self) -> int:
@@ -194,6 +199,16 @@ class NvmlGateway:
     def _read_device(self, dev: _Device) -> GpuSample:
         if dev.state != "ok":
             return GpuSample(index=dev.index, state=dev.state, values={})
+        hung = self.watch.reason(dev.index)
+        if hung is not None:
+            return GpuSample(index=dev.index, state="error", values={}, errors={"nvml": hung})
+        self.watch.begin(dev.index)
+        try:
+            return self._read_counters(dev)
+        finally:
+            self.watch.end()
+
+    def _read_counters(self, dev: _Device) -> GpuSample:
         values: dict[str, float] = {}
         errors: dict[str, str] = {}
         for group, fields in FAST_GROUPS.items():
@@ -301,9 +316,10 @@ class NvmlGateway:
                     self._slow(dev, group, self._slow_reader(group), out)
         return out
 
-    @staticmethod
-    def _usable(dev: _Device, group: str) -> bool:
-        return dev.state == "ok" and group not in dev.unsupported
+    def _usable(self, dev: _Device, group: str) -> bool:
+        return (
+            dev.state == "ok" and group not in dev.unsupported and dev.index not in self.watch.hung
+        )
 
     def _gpm_usable(self, dev: _Device) -> bool:
         return bool(dev.gpm_metrics) and self._usable(dev, "gpm")
@@ -328,12 +344,15 @@ class NvmlGateway:
         reader: Callable[[_Device], dict[str, float]],
         out: dict[int, dict[str, float]],
     ) -> None:
+        self.watch.begin(dev.index)
         try:
             values = reader(dev)
         except (_Missing, self._nvml.NVMLError) as exc:
             self._failed(dev, group, exc)
             log.debug("GPU %d: %s read failed: %s", dev.index, group, exc)
             return
+        finally:
+            self.watch.end()
         if values:
             out.setdefault(dev.index, {}).update(values)
 
@@ -390,13 +409,35 @@ class NvmlGateway:
         rx = self._call("nvmlDeviceGetPcieThroughput", dev.handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
         return {"pcie_tx": tx * KB, "pcie_rx": rx * KB}
 
+    def read_processes(self) -> dict[int, list[GpuProcess]]:
+        """The compute processes on each GPU that is due (SLOW_INTERVALS); for the slow thread.
+        A GPU that was not due, or whose read failed, is absent."""
+        out: dict[int, list[GpuProcess]] = {}
+        now = self._clock()
+        for dev in self._devices:
+            if not (self._usable(dev, "processes") and self._due(dev, "processes", now)):
+                continue
+            try:
+                found = self._call(PROCESS_READ, dev.handle)
+            except (_Missing, self._nvml.NVMLError) as exc:
+                self._failed(dev, "processes", exc)
+                continue
+            memory = [getattr(p, "usedGpuMemory", None) for p in found]
+            out[dev.index] = [GpuProcess(int(p.pid), None if m is None else int(m))
+                              for p, m in zip(found, memory, strict=True)]  # fmt: skip
+        return out
+
     # --- errors ------------------------------------------------------------------------------
 
     def _call(self, name: str, *args: Any) -> Any:
         function = getattr(self._nvml, name, None)
         if function is None:
             raise _Missing(f"{name} is not in this nvidia-ml-py")
-        return function(*args)
+        slot = self.watch.calling(name)
+        try:
+            return function(*args)
+        finally:
+            self.watch.returned(slot)
 
     def _quiet(self, name: str, *args: Any) -> Any:
         """For the inventory: the answer, or None when NVML cannot give it."""

@@ -61,12 +61,16 @@ SLOW_SIMPLE_READS = ("energy", "power_limit", "clock_mem", "ecc_corrected", "ecc
 # GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
 # counters lose nothing by being read less often, and GPM averages over the interval anyway.
 SLOW_INTERVALS = {
+    "processes": 2.0,
     "gpm": 0.5,
     "nvlink": 0.5,
     "pcie": 0.5,
     "energy": 5.0,
     **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
 }
+
+# The compute processes on a GPU (pid, memory), read on the slow thread: a list, not a number.
+PROCESS_READ = "nvmlDeviceGetComputeRunningProcesses"
 
 # Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
 FAST_GROUPS: dict[str, tuple[str, ...]] = {

@@ -5,6 +5,10 @@ so the rate does not drift; when a tick overruns it runs the late tick at once a
 ones it missed rather than bursting to catch up. GPM and the blocking PCIe call run on a second
 thread, and the fast tick merges the latest of their values, so a slow NVML call never delays a
 sample. NVML never runs on the agent's event loop: `on_sample` is called from the fast thread.
+
+A call that never returns is outlived: a watchdog thread finds a GPU read past its deadline,
+marks that GPU hung (its samples say so) and starts a new fast or slow thread that skips it;
+the stuck thread ends when its call returns (see nvml_watch).
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from dltui.protocol.messages import GpuSample, Inventory, Sample
+import psutil
+
+from dltui.protocol.messages import GpuProcess, GpuSample, Inventory, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
+from dltui.telemetry.nvml_watch import CallAbandoned
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +36,12 @@ SLOW_MAX_AGE = 2.5 * max(SLOW_INTERVALS.values())
 
 # A little over GPM's minimum, so scheduling jitter never brings two GPM samples closer than it.
 _SLOW_MIN_INTERVAL = GPM_MIN_INTERVAL * 1.05
+
+FAST_DEADLINE = 0.25
+"""Seconds one GPU's fast read may take (it takes microseconds) before the GPU counts as hung."""
+SLOW_DEADLINE = 2.0
+"""The same for one slow read (the longest, the PCIe call, blocks about 20 ms)."""
+WATCH_INTERVAL = 0.1
 
 SlowValues = dict[int, dict[str, tuple[float, float]]]
 """GPU index -> field -> (value, monotonic time it was read)."""
@@ -55,7 +68,13 @@ class Sampler:
         self._inventory: Inventory | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._fast: threading.Thread | None = None
+        self._slow_reader: threading.Thread | None = None
+        self._abandoned: list[threading.Thread] = []
+        """Threads replaced while stuck in NVML; they end when their call returns."""
         self._slow: SlowValues = {}
+        self._processes: dict[int, list[GpuProcess]] = {}
+        """Process lists read since the last tick: the next sample carries them, once."""
         self._slow_lock = threading.Lock()
         self._seq = 0
         self._last_error: dict[str, str] = {}
@@ -71,19 +90,33 @@ class Sampler:
         if self._threads:
             raise RuntimeError("the sampler is already started")
         _ = self.inventory
-        self._threads.append(threading.Thread(target=self._run_fast, name="dltui-sample-fast"))
+        self._start_fast()
         if self._gateway.count:
-            self._threads.append(threading.Thread(target=self._run_slow, name="dltui-sample-slow"))
-        for thread in self._threads:
-            thread.daemon = True
-            thread.start()
+            self._start_slow()
+            self._start("dltui-sample-watch", self._run_watch).start()
+
+    def _start(self, name: str, target: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        return thread
+
+    # Each loop runs while it is the current one: assigned before it starts, so it never
+    # sees a replacement that is not there yet.
+    def _start_fast(self) -> None:
+        self._fast = self._start("dltui-sample-fast", self._run_fast)
+        self._fast.start()
+
+    def _start_slow(self) -> None:
+        self._slow_reader = self._start("dltui-sample-slow", self._run_slow)
+        self._slow_reader.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the threads, wait for them, and close NVML."""
         self._stopping.set()
         stuck = []
         for thread in self._threads:
-            thread.join(timeout)
+            # A thread already given up on as hung gets no more time.
+            thread.join(0 if thread in self._abandoned else timeout)
             if thread.is_alive():
                 stuck.append(thread.name)
         if stuck:
@@ -95,10 +128,14 @@ class Sampler:
     # --- threads -----------------------------------------------------------------------------
 
     def _run_fast(self) -> None:
+        self._gateway.watch.watch_this_thread(max(FAST_DEADLINE, 2 * self.period))
         start = time.monotonic()
         tick = 0
-        while not self._stopping.is_set():
-            self._guarded("sample", self._tick)
+        while not self._stopping.is_set() and threading.current_thread() is self._fast:
+            try:
+                self._guarded("sample", self._tick)
+            except CallAbandoned:
+                return
             tick += 1
             now = time.monotonic()
             # Late: run the latest due tick now and drop the earlier missed ones.
@@ -107,12 +144,27 @@ class Sampler:
                 break
 
     def _run_slow(self) -> None:
+        self._gateway.watch.watch_this_thread(SLOW_DEADLINE)
         interval = max(_SLOW_MIN_INTERVAL, self.period)
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and threading.current_thread() is self._slow_reader:
             began = time.monotonic()
-            self._guarded("slow read", self._slow_tick)
+            try:
+                self._guarded("slow read", self._slow_tick)
+            except CallAbandoned:
+                return
             if self._stopping.wait(max(0.0, began + interval - time.monotonic())):
                 break
+
+    def _run_watch(self) -> None:
+        """Replace a fast or slow thread stuck in NVML with a new one."""
+        while not self._stopping.wait(WATCH_INTERVAL):
+            for ident in self._gateway.watch.abandon_stuck():
+                if self._fast is not None and ident == self._fast.ident:
+                    self._abandoned.append(self._fast)
+                    self._start_fast()
+                elif self._slow_reader is not None and ident == self._slow_reader.ident:
+                    self._abandoned.append(self._slow_reader)
+                    self._start_slow()
 
     def _tick(self) -> None:
         host = self._host.read()
@@ -121,13 +173,22 @@ class Sampler:
         wall = time.time()
         with self._slow_lock:
             gpus = merge_slow(gpus, self._slow, mono)
+            if threading.current_thread() is not self._fast:
+                return  # replaced while this tick was stuck: the new thread publishes
+            processes, self._processes = self._processes, {}
+        if processes:
+            gpus = [dataclasses.replace(gpu, processes=processes[gpu.index])
+                    if gpu.index in processes else gpu for gpu in gpus]  # fmt: skip
         self._seq += 1
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
         values = self._gateway.read_slow()
+        processes = {index: [named(p) for p in found]
+                     for index, found in self._gateway.read_processes().items()}  # fmt: skip
         now = time.monotonic()
         with self._slow_lock:
+            self._processes.update(processes)
             for index, fields in values.items():
                 stamped = self._slow.setdefault(index, {})
                 for name, value in fields.items():
@@ -137,6 +198,8 @@ class Sampler:
         """Run one step; an exception is logged (once per distinct message) and the loop goes on."""
         try:
             step()
+        except CallAbandoned:
+            raise
         except Exception as exc:  # a failing tick must not end the sampler
             message = f"{type(exc).__name__}: {exc}"
             if self._last_error.get(what) != message:
@@ -146,6 +209,15 @@ class Sampler:
                 log.debug("sampler %s failed again: %s", what, message)
         else:
             self._last_error.pop(what, None)
+
+
+def named(process: GpuProcess) -> GpuProcess:
+    """The process with its name as this host sees it, where it can be read."""
+    try:
+        name = psutil.Process(process.pid).name()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return process
+    return dataclasses.replace(process, name=name)
 
 
 def merge_slow(

@@ -53,7 +53,7 @@ class ReplayApp(DltuiApp):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A replay is already a recording: no `r` here."""
-        return action != "record"
+        return action != "record" and super().check_action(action, parameters)
 
     def _tick(self) -> None:
         now = time.monotonic()

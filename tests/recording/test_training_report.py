@@ -24,9 +24,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def run(gpus: int, rate: float | None, error: str | None = None) -> ModelResult:
-    return ModelResult("alexnet", "torch", "cuda", "bf16", gpus, 64, image_size=224, steps=4,
+    """A run of 4 timed steps of 500 images a GPU."""
+    return ModelResult("alexnet", "torch", "cuda", "bf16", gpus, 500, image_size=224, steps=4,
                        images_per_s=rate, spread=None if rate is None else rate / 50,
-                       step_times=[64 * gpus / rate] * 4 if rate else [], error=error)  # fmt: skip
+                       step_times=[500 * gpus / rate] * 4 if rate else [], error=error)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -64,21 +65,24 @@ def power_between(path: Path, start: float, end: float, gpus: int) -> float:
     )
 
 
-def test_a_training_run_is_a_phase_from_its_first_progress_to_its_result(training_recording):
+def test_a_training_run_is_the_phase_of_its_timed_steps(training_recording):
     records = RecordingReader(training_recording).read_all()
-    found = [p for p in phases("x", records) if isinstance(p.result, ModelResult)]
+    found = [p for p in phases(records) if isinstance(p.result, ModelResult)]
     start = records[0].received
     spans = [t - start for p in found for t in (p.start, p.end)]
-    assert spans == pytest.approx([2, 6, 7, 12, 13, 14], abs=1e-6)  # 0.5 progress: no new phase
+    # From its result back by its step times (4 × 0.5 s; 4 × 0.556 s); the failed run, which
+    # timed no steps, from its progress frame (the 0.5 progress frame starts no phase).
+    assert spans == pytest.approx([4, 6, 12 - 4 * 1000 / 1800, 12, 13, 14], abs=1e-6)
     one, two, _ = found
     assert one.telemetry["power"] == pytest.approx(
-        power_between(training_recording, start + 2, start + 6, 1)
+        power_between(training_recording, start + 4, start + 6, 1)
     )
     assert two.telemetry["power"] == pytest.approx(
-        power_between(training_recording, start + 7, start + 12, 2)
+        power_between(training_recording, two.start, start + 12, 2)
     )
-    assert one.images_per_watt == pytest.approx(1000.0 / one.telemetry["power"])
-    assert one.tflops_per_watt is None
+    # Per watt: of the energy counter's power where it moved enough, which agrees with sampling.
+    assert one.watts == pytest.approx(one.telemetry["power"], rel=0.15)
+    assert one.per_watt == pytest.approx(1000.0 / one.watts) and one.tflops_per_watt is None
 
 
 def test_export_has_a_models_table_and_its_steps_long_form(training_recording, tmp_path):
@@ -99,7 +103,7 @@ def test_export_has_a_models_table_and_its_steps_long_form(training_recording, t
     assert [(s["gpus"], s["step"]) for s in steps] == [("1", str(i)) for i in range(4)] + [
         ("2", str(i)) for i in range(4)
     ]
-    assert float(steps[4]["seconds"]) == pytest.approx(64 * 2 / 1800.0)
+    assert float(steps[4]["seconds"]) == pytest.approx(500 * 2 / 1800.0)
     out = tmp_path / "all.json"
     command = dltui_command("export", str(training_recording), "--format", "json", "-o", str(out))
     assert subprocess.run(command, capture_output=True, cwd=ROOT, timeout=120).returncode == 0
@@ -114,10 +118,12 @@ def test_report_shows_throughput_scaling_efficiency_and_per_watt(training_record
     assert result.returncode == 0, result.stderr
     markdown = (tmp_path / "index.md").read_text()
     start = RecordingReader(training_recording).read_all()[0].received
-    power = power_between(training_recording, start + 7, start + 12, 2)
-    row = next(line for line in markdown.splitlines() if "alexnet ×2 GPUs" in line)
-    assert "1,800.0" in row and "90.0%" in row and f"{power:.0f} W" in row
-    assert f"{1800.0 / power:.3f}" in row
+    power = power_between(training_recording, start + 12 - 4 * 1000 / 1800, start + 12, 2)
+    row = next(line for line in markdown.splitlines() if "alexnet ×2 GPUs" in line).split(" | ")
+    assert "1,800.0" in row and "90.0%" in row
+    shown = float(next(cell for cell in row if cell.endswith(" W"))[:-2])
+    assert shown == pytest.approx(power, rel=0.15)  # the energy counter's, or the samples'
+    assert float(row[row.index(f"{shown:.0f} W") + 1]) == pytest.approx(1800.0 / shown, rel=0.01)
     assert "needs 4 GPUs, the server has 2" in markdown
     assert "## Kernel results" not in markdown  # no kernel case in this recording
     for name in ("training.png", "scaling.png", "per-watt.png", "telemetry-h200-training.png"):

@@ -137,10 +137,10 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
         app.fleet.apply("gpubox:7070", Link("offline", time.time(), "connection reset"))
         text = await wait_for_text(pilot, r"offline since \d\d:\d\d:\d\d \(\d+s ago\)")
         assert "connection reset" in text
-        assert app.sub_title == "1 server · 0 live"
+        assert app.sub_title == "1 server · 0 live · 1 offline"
 
         app.fleet.apply("gpubox:7070", Link("auth_failed", time.time(), "bad secret"))
-        text = await wait_for_text(pilot, "auth failed")
+        text = await wait_for_text(pilot, "✕ auth failed")
         assert "bad secret" in text and "offline" not in text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,11 +42,32 @@ def terminal():
 def test_a_user_sees_this_machine_asks_for_help_and_quits(terminal):
     screen, keys = terminal
     host = socket.gethostname()[:20]
-    wait_for(lambda: host in screen() and "● live" in screen(), timeout=30, what="the live host")
-    assert "cpu" in screen() and "q Quit" in screen()
+    wait_for(lambda: host in screen() and "● live" in screen() and "cpu" in screen(),
+             timeout=30, what="the live host")  # fmt: skip
+    assert "q Quit" in screen()
     keys("?")
     wait_for(lambda: "dltui help" in screen(), timeout=10, what="the help screen")
     keys("Escape")
     wait_for(lambda: "dltui help" not in screen(), timeout=10, what="help to close")
+    keys("q")
+    wait_for(lambda: "● live" not in screen(), timeout=15, what="dltui to exit")
+
+
+def test_a_user_starts_a_benchmark_from_the_launcher_and_reads_its_result(terminal):
+    pytest.importorskip("torch")
+    screen, keys = terminal
+    wait_for(lambda: "● live" in screen() and "b Benchmark" in screen(), timeout=30,
+             what="the live host and the key that runs a benchmark")  # fmt: skip
+    keys("b")
+    wait_for(lambda: "Run a benchmark" in screen() and "Smoke test" in screen(), timeout=10,
+             what="the launcher")  # fmt: skip
+    keys("s")  # the first plan, on the server chosen already
+    wait_for(lambda: "Smoke test · done" in screen(), timeout=120, what="the run to finish")
+    keys("v")
+    wait_for(lambda: re.search(r"gemm 64x64x64 NN fwd fp32 +[\d.]+ [GT]FLOP/s", screen()),
+             timeout=10, what="the result in the results view")  # fmt: skip
+    keys("Escape")
+    wait_for(lambda: "Run a benchmark" not in screen() and "● live" in screen(), timeout=10,
+             what="the server view again")  # fmt: skip
     keys("q")
     wait_for(lambda: "● live" not in screen(), timeout=15, what="dltui to exit")

@@ -12,6 +12,7 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     GpuInfo,
+    GpuProcess,
     GpuSample,
     Hello,
     HostSample,
@@ -51,6 +52,7 @@ SAMPLE = Sample(
     gpus=[
         GpuSample(0, "ok", {"util_gpu": 100, "power": 691.2}, {"temp": "Unknown"}),
         GpuSample(1, "lost", {}),
+        GpuSample(2, "ok", {}, processes=[GpuProcess(4242, 2**33, "python"), GpuProcess(7)]),
     ],
 )
 RESULT = KernelResult(

@@ -23,8 +23,8 @@ def test_ranks_follow_each_servers_gpus_with_rank_zero_first():
     plans = assign_ranks(PLAN, targets, [inventory(8), inventory(4)])
     roles = [plan.cluster for plan in plans]
     assert roles == [
-        ClusterRole("gpu-01", DEFAULT_RENDEZVOUS_PORT, 0, 8, 12),
-        ClusterRole("gpu-01", DEFAULT_RENDEZVOUS_PORT, 8, 4, 12),
+        ClusterRole("gpu-01", DEFAULT_RENDEZVOUS_PORT, 0, 8, 12, servers=2),
+        ClusterRole("gpu-01", DEFAULT_RENDEZVOUS_PORT, 8, 4, 12, servers=2),
     ]
     for plan in plans:
         assert check_plan(plan) is plan

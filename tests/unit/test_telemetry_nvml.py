@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from dltui.protocol.fields import GPU_FIELDS
+from dltui.protocol.messages import GpuProcess
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import ALL_LINKS, SLOW_INTERVALS
 
@@ -91,6 +92,8 @@ class FakeGpu:
     gpm: bool = False
     gpm_values: dict[int, float] = field(default_factory=dict)
     gpm_unsupported: set[int] = field(default_factory=set)
+    processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, usedGpuMemory) as nvidia-ml-py gives them (None where the driver cannot say)."""
     faults: dict[str, Any] = field(default_factory=dict)
     faults_once: dict[str, Any] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
@@ -283,6 +286,11 @@ class FakeNvml:
             nvmlReturn=code,
             value=SimpleNamespace(ullVal=kib),
         )
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeGpu) -> list[SimpleNamespace]:
+        self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
+        return [SimpleNamespace(pid=pid, usedGpuMemory=memory, gpuInstanceId=0xFFFFFFFF)
+                for pid, memory in handle.processes]  # fmt: skip
 
     def nvmlDeviceGetPcieThroughput(self, device: FakeGpu, counter: int) -> int:
         self._enter("nvmlDeviceGetPcieThroughput", device)
@@ -674,3 +682,32 @@ def test_gpm_sample_error_keeps_the_previous_sample() -> None:
     nvml.clock.now += 0.5
     assert gateway.read_slow()[0]["sm_active"] == 96.0
     assert gpu.gpm_spans == [pytest.approx(1.0)]
+
+
+# --- processes ----------------------------------------------------------------------------
+
+
+def test_compute_processes_every_two_seconds_with_their_memory() -> None:
+    busy = FakeGpu(processes=[(4242, 70 * 2**30), (4343, None)])
+    idle = FakeGpu(uuid="GPU-1")
+    gateway, nvml = opened(busy, idle)
+    found = gateway.read_processes()
+    assert found == {0: [GpuProcess(4242, 70 * 2**30), GpuProcess(4343, None)], 1: []}
+    nvml.clock.now += 1.0
+    assert gateway.read_processes() == {}  # not due yet: nothing asked
+    assert busy.calls["nvmlDeviceGetComputeRunningProcesses"] == 1
+    nvml.clock.now += SLOW_INTERVALS["processes"]
+    assert gateway.read_processes()[0][0].pid == 4242
+
+
+def test_processes_not_supported_are_never_asked_again_and_a_lost_gpu_is_lost() -> None:
+    unsupported = FakeGpu(faults={"nvmlDeviceGetComputeRunningProcesses": NVMLError_NotSupported()})
+    lost = FakeGpu(
+        uuid="GPU-1", faults={"nvmlDeviceGetComputeRunningProcesses": NVMLError_GpuIsLost()}
+    )
+    gateway, nvml = opened(unsupported, lost)
+    for _ in range(3):
+        assert gateway.read_processes() == {}
+        nvml.clock.now += SLOW_INTERVALS["processes"]
+    assert unsupported.calls["nvmlDeviceGetComputeRunningProcesses"] == 1
+    assert [sample.state for sample in gateway.read_fast()] == ["ok", "lost"]

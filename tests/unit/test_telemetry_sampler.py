@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from importlib import metadata
 
-from dltui.protocol.messages import GpuInfo, GpuSample, Inventory, Sample
+import psutil
+
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, Sample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
+from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, merge_slow
 
 TIMEOUT = 10.0
@@ -48,7 +52,9 @@ class FakeGateway:
         self.release_slow = threading.Event()
         self.release_slow.set()
         self.slow_reads = 0
+        self.processes: dict[int, list[GpuProcess]] = {}
         self.closed = False
+        self.watch = CallWatch()
 
     def open(self) -> None:
         pass
@@ -60,6 +66,10 @@ class FakeGateway:
         self.release_slow.wait(TIMEOUT)
         self.slow_reads += 1
         return self.slow_values
+
+    def read_processes(self) -> dict[int, list[GpuProcess]]:
+        found, self.processes = self.processes, {}
+        return found
 
     def close(self) -> None:
         self.closed = True
@@ -107,6 +117,24 @@ def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -
     assert merged.values["pcie_rx"] == 55e9
     assert merged.values["power"] == 300.0  # the fast read wins
     assert gateway.closed
+
+
+def test_gpu_processes_ride_once_on_the_sample_after_their_read_with_their_names() -> None:
+    gateway = FakeGateway()
+    me = os.getpid()
+    gateway.processes = {0: [GpuProcess(me, 2 << 30), GpuProcess(2**22 + 7)]}  # one is gone
+    collector = Collector(lambda s: sum(g.processes is not None for x in s for g in x.gpus) == 1
+                          and len(s) >= 10)  # fmt: skip
+    sampler = Sampler(50, collector, gateway=gateway)
+    sampler.start()
+    try:
+        samples = collector.wait()
+    finally:
+        sampler.stop()
+    (listed,) = [gpu.processes for sample in samples for gpu in sample.gpus if gpu.processes]
+    mine, gone = listed
+    assert mine == GpuProcess(me, 2 << 30, psutil.Process(me).name())
+    assert gone == GpuProcess(2**22 + 7)  # no such process here: no name, nothing invented
 
 
 def test_a_failing_tick_is_logged_and_sampling_goes_on(caplog) -> None:

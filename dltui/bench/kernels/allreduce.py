@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import sys
 import time
 import traceback
@@ -31,18 +30,21 @@ from dltui.bench.backends import (
     error_text,
 )
 from dltui.bench.formulas import allreduce_busbw, gbps, median, spread
-from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
+from dltui.bench.ranks import (
+    MULTICAST_OFF,
+    OnProgress,
+    OnResult,
+    Reporter,
+    ShouldStop,
+    free_port,
+    stdin_closed,
+    supervise,
+)
 from dltui.bench.shapes import AllReduceCase
-from dltui.protocol.messages import KernelPlan, KernelResult, to_plain
+from dltui.protocol.messages import KernelPlan, KernelResult
 
 DEFAULT_ITERATIONS = 1000
 """DeepBench repeats each size 1,000 to 10,000 times; `max_seconds` usually ends the loop first."""
-MULTICAST_OFF = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
-"""NVLink multicast stays off in every rank: the GPU hosts we run on require it."""
 STARTUP_S = 60.0
 """Allowance for a rank to import its framework and meet its peers."""
 
@@ -299,11 +301,6 @@ def allreduce_rank(
 # --- the child process -------------------------------------------------------------------------
 
 
-def _stdin_closed() -> bool:
-    """The parent's stop signal: stdin turns readable at end of file."""
-    return bool(select.select([sys.stdin], [], [], 0)[0])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dltui.bench.kernels.allreduce")
     parser.add_argument("--job", required=True, type=json.loads)
@@ -316,26 +313,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")
     args = parser.parse_args(argv)
     job = AllReduceJob(**args.job)
-    channel = os.fdopen(args.report_fd, "w", buffering=1)  # closes when the process ends
-
-    def report(event: str, **fields: Any) -> None:
-        channel.write(json.dumps({"event": event, "rank": args.rank, **fields}) + "\n")
-
-    def on_result(result: KernelResult) -> None:
-        report("result", result=to_plain(result))
-
+    report = Reporter(args.report_fd, args.rank)
     try:
         if job.framework == "tensorflow":
             from dltui.bench.kernels.allreduce_tf import tensorflow_allreduce
 
-            tensorflow_allreduce(job, on_result, _stdin_closed, args.tf_workers, args.tf_task)
+            tensorflow_allreduce(job, report.result, stdin_closed, args.tf_workers, args.tf_task)
         else:
             host, port = args.master.rsplit(":", 1)
-            allreduce_rank(args.rank, args.world, host, int(port), job, on_result, _stdin_closed,
-                           args.local_rank)  # fmt: skip
+            allreduce_rank(args.rank, args.world, host, int(port), job, report.result,
+                           stdin_closed, args.local_rank)  # fmt: skip
     except Exception as error:  # any framework error: report it, and fail this rank
         traceback.print_exc()
-        report("error", message=error_text(error))
+        report.error(error_text(error))
         return 1
     return 0
 

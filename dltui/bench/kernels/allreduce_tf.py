@@ -1,6 +1,6 @@
-"""All-reduce through tf.distribute: MirroredStrategy on one server, MultiWorkerMirroredStrategy
-across servers. Runs in a rank process of its own (see allreduce.py): TensorFlow's devices and
-its cluster (TF_CONFIG) must be set before it initializes.
+"""All-reduce through tf.distribute (bench/tf_strategy.py chooses the strategy). Runs in a rank
+process of its own (see allreduce.py): TensorFlow's devices and its cluster (TF_CONFIG) must be
+set before it initializes.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import os
 from typing import Any
 
+from dltui.bench import tf_strategy
 from dltui.bench.backends import Budget
 from dltui.bench.kernels.allreduce import (
     MULTICAST_OFF,
@@ -30,10 +31,8 @@ def tensorflow_allreduce(
 ) -> None:
     """Time TensorFlow's all-reduce in replica context, as training uses it.
 
-    One server: MirroredStrategy over the local GPUs with NCCL, or the CPU split into logical
-    devices with ReductionToOneDevice (NCCL needs GPUs; HierarchicalCopyAllReduce assumes a GPU
-    topology). Across servers (`workers`: every server's HOST:PORT; `task`: this one's index):
-    MultiWorkerMirroredStrategy, NCCL between GPUs or its ring on CPUs; worker 0 reports.
+    Across servers, `workers` is every server's HOST:PORT and `task` this one's index; worker 0
+    reports.
 
     Each replica's buffer is a per-replica variable filled once with replica+1, so a call times
     the collective alone; each call is waited for by fetching one float per replica.
@@ -50,7 +49,7 @@ def tensorflow_allreduce(
     gpus = tf.config.list_physical_devices("GPU")
     if job.device == "cuda" and not gpus:
         raise RuntimeError("TensorFlow sees no GPU")
-    strategy = _strategy(tf, job, gpus, workers)
+    strategy = tf_strategy.choose(tf, job.ranks, gpus, bool(workers))
     replicas = strategy.num_replicas_in_sync
     local = tf.VariableSynchronization.ON_READ
     with strategy.scope():
@@ -109,31 +108,6 @@ def tensorflow_allreduce(
         if task == 0:
             on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", replicas,
                               times))  # fmt: skip
-
-
-def _strategy(tf: Any, job: AllReduceJob, gpus: list[Any], workers: list[str] | None) -> Any:
-    if workers:
-        kinds = tf.distribute.experimental.CommunicationImplementation
-        options = tf.distribute.experimental.CommunicationOptions(
-            implementation=kinds.NCCL if gpus else kinds.RING
-        )
-        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    ranks = job.ranks or len(gpus) or 2
-    if gpus and ranks > len(gpus):
-        raise RuntimeError(f"the plan asks for {ranks} GPUs; TensorFlow sees {len(gpus)}")
-    if gpus:
-        devices = [f"/gpu:{index}" for index in range(ranks)]
-        return tf.distribute.MirroredStrategy(
-            devices, cross_device_ops=tf.distribute.NcclAllReduce()
-        )
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(ranks)]
-    )
-    devices = [f"/cpu:{index}" for index in range(ranks)]
-    return tf.distribute.MirroredStrategy(
-        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
-    )
 
 
 def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:

@@ -12,14 +12,26 @@ from textual.widgets import Static
 
 HELP = """\
 [b]Keys[/b]
+  [b]b[/b]         run a benchmark: choose servers, a plan, framework, precision;
+            [b]s[/b] starts, a bar per server shows how far it is, [b]x[/b] cancels
+  [b]v[/b]         results side by side: a column per server, a row per benchmark;
+            [b]b[/b] baseline, [b]m[/b] metric (throughput, per watt, scaling efficiency),
+            [b]s[/b] sort by the cursor's column, [b]e[/b] export CSV/JSON, [b]p[/b] phases
+  [b]d[/b]         the server under the focus in detail (or click its header): every GPU,
+            its processes, throttle reasons in words, telemetry per benchmark case
+  [b]/[/b]         filter servers by name      [b]t[/b] light or dark theme
   [b]q[/b]         quit (stops the connections; a local agent exits)
   [b]?[/b]         this help; [b]escape[/b] or [b]?[/b] closes it
-  [b]ctrl+p[/b]    command palette (theme, keys, screenshot)
+  [b]ctrl+p[/b]    command palette (every theme, keys, screenshot)
   ← →       one server left, right; home, end: first, last
   tab ↑ ↓   focus a column, scroll its GPUs
   [b]r[/b]         record every frame to dltui-DATE-TIME.dlrec here; [b]r[/b] again stops
   replays:  [b]space[/b] play/pause, [b]+ -[/b] speed, [b]\\[ ][/b] ∓10 s, [b]0-9[/b] jump,
             [b]n[/b] the next benchmark case
+
+[b]Comparing two servers[/b]
+  dltui gpu-01:7070 gpu-02:7070, then [b]b[/b], keep both chosen, pick a plan, [b]s[/b];
+  when it is done, [b]v[/b]: each server a column, each ratio against the baseline
 
 [b]Header[/b]
   hostname, GPU model × count, link state (live, connecting, offline since…, auth failed),
@@ -39,7 +51,8 @@ HELP = """\
   [b]throttle[/b] why the clocks are held down, in words
   dimmed lines: fields whose read failed this tick, with NVML's reason
 
-Sparklines: newest at the right, one cell a half second (its peak); a gap is the link down.
+Sparklines: newest at the right, one cell a half second (its peak); a gap is the link down;
+a shaded band is a benchmark case running (brighter where it starts).
 Percentages are scaled 0–100, the rest 0 to the field's limit or the largest value shown.\
 """
 

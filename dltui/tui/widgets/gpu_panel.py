@@ -102,7 +102,8 @@ class GpuPanel(FleetPanel):
             if gpu.state == "error":
                 lines.append(Content.styled("⚠ error reading this GPU", "bold $text-warning"))
             info = self._info()
-            lines += meter_lines(meters(gpu, info.memory_total if info else None), width)
+            found = meters(gpu, info.memory_total if info else None)
+            lines += meter_lines(found, width, self.spans())
             throttle = throttle_line(gpu)
             if throttle is not None:
                 lines.append(throttle)

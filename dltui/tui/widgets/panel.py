@@ -16,9 +16,12 @@ from textual.widget import Widget
 from dltui.fleet.series import Series
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
-from dltui.tui.widgets.spark import cells, scale_top, sparkline
+from dltui.tui.widgets.spark import PhaseSpan, cell_of, cells, phase_marks, scale_top, sparkline
 
 LABEL_WIDTH = 6
+RECENT_PHASES = 200  # more than fit a chart's two minutes, however short the cases
+BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
+"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
 DEFAULT_WIDTH = 34
 GIB = 2**30
 
@@ -45,8 +48,33 @@ class Meter:
     floor: float = 0.0
 
 
-def meter_lines(meters: list[Meter], width: int) -> list[Content]:
-    """Meters laid out in aligned columns, each line exactly `width` cells or less."""
+def banded(text: str, color: str, marks: list[int]) -> Content:
+    """A chart line with each cell's phase band behind it (`marks` from `phase_marks`,
+    aligned to the right end of `text`)."""
+    pad = len(text) - len(marks)
+    parts: list[tuple[str, str]] = [(text[:pad], color)] if pad > 0 else []
+    start = 0
+    for index in range(1, len(marks) + 1):
+        if index == len(marks) or marks[index] != marks[start]:
+            chunk = text[pad + start : pad + index]
+            parts.append((chunk, color + BAND_STYLES[marks[start]]))
+            start = index
+    return Content.assemble(*parts)
+
+
+def chart_marks(meter: Meter, count: int, spans: list[PhaseSpan]) -> list[int]:
+    """The phase marks of a meter's newest `count` cells, which end at its last point."""
+    last = meter.series.last_time()
+    if not spans or last is None or count <= 0:
+        return []
+    return phase_marks(spans, cell_of(last) - count + 1, count)
+
+
+def meter_lines(
+    meters: list[Meter], width: int, spans: list[PhaseSpan] | None = None
+) -> list[Content]:
+    """Meters laid out in aligned columns, each line exactly `width` cells or less; benchmark
+    phases (`spans`) are bands behind the sparklines."""
     if not meters:
         return []
     value_width = max(len(meter.value) for meter in meters)
@@ -56,11 +84,12 @@ def meter_lines(meters: list[Meter], width: int) -> list[Content]:
         # Enough points for the widest cells at up to 20 samples a second.
         values = cells(meter.series.points(max(spark_width, 0) * 10), spark_width)
         top = scale_top(values, meter.limit, meter.floor)
+        marks = chart_marks(meter, len(values), spans or [])
         lines.append(
             Content.assemble(
                 (meter.label.ljust(LABEL_WIDTH)[:LABEL_WIDTH], "$text-muted"),
                 " ",
-                (sparkline(values, top, spark_width), meter.color),
+                banded(sparkline(values, top, spark_width), meter.color, marks),
                 " " if spark_width > 0 else "",
                 (meter.value.rjust(value_width), "bold"),
             )
@@ -91,6 +120,11 @@ class FleetPanel(Widget):
 
     def lines(self, width: int) -> list[Content]:
         raise NotImplementedError
+
+    def spans(self) -> list[PhaseSpan]:
+        """The server's recent benchmark phases, for the bands behind its charts."""
+        recent = self.server.phases[-RECENT_PHASES:]
+        return [(phase.start, phase.end, phase.case) for phase in recent]
 
     def sync(self, version: int) -> bool:
         """Redraw if the fleet changed since this panel last drew; cheap, the work is in

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from textual.content import Content
+from textual.message import Message
 
 from dltui.fleet.state import ServerView
 from dltui.protocol.messages import Inventory
@@ -45,11 +47,22 @@ def link_state(server: ServerView, now: float) -> list[Content]:
     return lines
 
 
+CLOCK_SKEW_SHOWN = 1.0
+"""Seconds of clock offset from which the header calls it a skew: the series are aligned on
+this client's clock anyway, but a server whose clock is that far off wants fixing."""
+
+
 def link_quality(server: ServerView) -> Content:
     rtt = f"{server.rtt * 1e3:.1f} ms" if server.rtt is not None else "–"
-    offset = f"{server.offset * 1e3:+.1f} ms" if server.offset is not None else "–"
     parts: list[str | tuple[str, str]] = [("rtt ", "$text-muted"), rtt]
-    parts += [("  offset ", "$text-muted"), offset]
+    offset = server.offset
+    if offset is not None and abs(offset) >= CLOCK_SKEW_SHOWN:
+        parts.append((f"  clock {offset:+.1f} s", "bold $text-warning"))
+    else:
+        parts += [
+            ("  offset ", "$text-muted"),
+            f"{offset * 1e3:+.1f} ms" if offset is not None else "–",
+        ]
     if server.dropped:
         parts.append((f"  dropped {server.dropped}", "bold $text-warning"))
     return Content.assemble(*parts)
@@ -64,8 +77,20 @@ class ServerHeader(FleetPanel):
         background: $boost;
         padding: 0 1;
         border-bottom: solid $primary-muted;
+        &:hover {
+            background: $boost-lighten-1;
+        }
     }
     """
+
+    @dataclass
+    class Selected(Message):
+        """The header was clicked: show this server in detail."""
+
+        server: ServerView
+
+    def on_click(self) -> None:
+        self.post_message(self.Selected(self.server))
 
     def lines(self, width: int) -> list[Content]:
         server = self.server

@@ -15,7 +15,12 @@ MIN_COLUMN = 40
 
 class ServerStrip(HorizontalScroll):
     """← → move by one server, so the columns on screen are never cut in half (an arrow
-    key's default single cell would take 40 presses to reach the next server)."""
+    key's default single cell would take 40 presses to reach the next server).
+
+    Only the columns within a screen's width of the view keep their panels laid out: Textual
+    arranges every displayed widget on each scroll, and 64 servers × 8 GPUs of panels would
+    make a key press wait for 700 placements (benchmarks/ui_scale.py).
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "step(-1)", "Previous server", show=False),
@@ -33,31 +38,48 @@ class ServerStrip(HorizontalScroll):
     def __init__(self) -> None:
         super().__init__()
         self.columns: list[ServerColumn] = []
+        self.column_width = MIN_COLUMN
 
     async def add_servers(self, servers: list[ServerView]) -> None:
         new = [ServerColumn(server) for server in servers]
         self.columns += new
         await self.mount_all(new)
-        self._share_width()
+        self.share_width()
 
     def on_resize(self) -> None:
-        self._share_width()
+        self.share_width()
 
-    def _share_width(self) -> None:
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        self.cull()
+
+    def cull(self) -> None:
+        """Lay out the panels of the columns near the view (its page of columns and the pages
+        either side, so stepping within a page changes nothing); the others show a header."""
+        shown = [column for column in self.columns if column.display]
+        per_page = max(self.size.width // self.column_width, 1)
+        page = int(self.scroll_x // self.column_width) // per_page
+        for index, column in enumerate(shown):
+            column.body.display = abs(index // per_page - page) <= 1
+
+    def share_width(self) -> None:
         """Columns share the width, never narrower than MIN_COLUMN: one server gets long
         sparklines, and many scroll sideways."""
-        if not self.columns or not self.size.width:
+        shown = [column for column in self.columns if column.display]
+        if not shown or not self.size.width:
             return
-        width = max(MIN_COLUMN, self.size.width // len(self.columns))
-        for column in self.columns:
-            column.styles.width = width
+        self.column_width = max(MIN_COLUMN, self.size.width // len(shown))
+        for column in shown:
+            column.styles.width = self.column_width
+        self.cull()
 
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
         return [column for column in self.columns if self.screen.can_view_partial(column)]
 
     def _column_width(self) -> int:
-        return (self.columns[0].outer_size.width or 1) if self.columns else 1
+        shown = [column for column in self.columns if column.display]
+        return (shown[0].outer_size.width or 1) if shown else 1
 
     def action_step(self, direction: int) -> None:
         width = self._column_width()

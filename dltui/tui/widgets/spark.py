@@ -67,3 +67,52 @@ def cells(
         if not filled[index]:
             out[index] = out[index - 1]
     return out[start:]
+
+
+def cell_of(t: float, seconds: float = CELL_SECONDS) -> int:
+    """The absolute index of the cell a time falls in (cells are aligned to absolute time)."""
+    return math.floor(t / seconds)
+
+
+PhaseSpan = tuple[float, float | None, int]
+"""(start, end or None while running, case index) of a benchmark phase."""
+
+
+def phase_marks(
+    spans: Sequence[PhaseSpan], first_cell: int, count: int, seconds: float = CELL_SECONDS
+) -> list[int]:
+    """Per cell: 0 outside any phase, 1 or 2 inside one (alternating by case, so neighbours
+    stay apart), 3 where a case starts."""
+    marks = [0] * count
+    last_cell = first_cell + count - 1
+    for start, end, case in spans:
+        begin = cell_of(start, seconds)
+        stop = last_cell if end is None else cell_of(end, seconds)
+        if stop < first_cell or begin > last_cell:
+            continue
+        for cell in range(max(begin, first_cell), min(stop, last_cell) + 1):
+            marks[cell - first_cell] = 1 + case % 2
+        if begin >= first_cell:
+            marks[begin - first_cell] = 3
+    return marks
+
+
+def chart(values: Sequence[float], top: float, width: int, height: int) -> list[str]:
+    """A chart `height` rows tall, top row first, in eighth-blocks: the newest `width` values,
+    newest at the right, padded on the left; NaN is a gap."""
+    shown = values[-width:] if width > 0 else []
+    pad = width - len(shown)
+    levels = [
+        None if math.isnan(v) else round(min(max(v / top, 0.0), 1.0) * height * 8) for v in shown
+    ]
+    rows = []
+    for row in range(height - 1, -1, -1):
+        chars = []
+        for level in levels:
+            if level is None:
+                chars.append(GAP)
+                continue
+            eighths = min(max(level - row * 8, 0 if row else 1), 8)  # a zero still shows
+            chars.append(BLOCKS[eighths - 1] if eighths else " ")
+        rows.append(GAP * pad + "".join(chars))
+    return rows

@@ -1,0 +1,81 @@
+"""`dltui agent --config FILE`: the agent's options as a TOML file, checked before anything starts.
+
+    listen = "0.0.0.0:7070"        # or stdio = true
+    rate = 10
+    secret_file = "/etc/dltui/secret"
+    tls_cert = "/etc/dltui/agent.pem"
+    tls_key = "/etc/dltui/agent.key"
+    tls_client_ca = "/etc/dltui/clients-ca.pem"
+    log_level = "info"
+
+The keys are the command-line options' names (with `_` for `-`); an option given on the command
+line wins over the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import Any
+
+from dltui.client.target import parse_host_port
+
+LOG_LEVELS = ("debug", "info", "warning")
+_PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
+
+
+class ConfigFileError(ValueError):
+    """The configuration file is unreadable, not TOML, or names something wrong."""
+
+
+def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The file's settings as the agent parser's destinations; ConfigFileError says why not."""
+    try:
+        with open(path, "rb") as file:
+            table = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read config {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"config {path} is not valid TOML: {exc}") from exc
+    known = {"listen", "stdio", "rate", "log_level", *_PATHS}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigFileError(
+            f"config {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    settings: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in table.items():
+        try:
+            settings[key] = _setting(key, value)
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+    if settings.get("stdio") and "listen" in settings:
+        problems.append("listen and stdio = true exclude each other")
+    if problems:
+        raise ConfigFileError(f"config {path}: " + "; ".join(problems))
+    return settings
+
+
+def _setting(key: str, value: Any) -> Any:
+    if key == "listen":
+        return parse_host_port(_text(value))
+    if key == "stdio":
+        if type(value) is not bool:
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+    if key == "rate":
+        if type(value) not in (int, float) or not 0 < value <= 100:
+            raise ValueError(f"expected a number of Hz in (0, 100], got {value!r}")
+        return float(value)
+    if key == "log_level":
+        if value not in LOG_LEVELS:
+            raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
+        return value
+    return _text(value)  # a path
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str or not value:
+        raise ValueError(f"expected a string, got {value!r}")
+    return value

@@ -1,0 +1,120 @@
+"""Accepting TCP connections, in TLS when the agent has a certificate.
+
+A TLS agent looks at each connection's first byte before the TLS handshake: a TLS client opens
+with a handshake record (0x16). Anything else, or silence (a plaintext dltui client waits for
+the agent's hello), gets one plaintext error frame saying that TLS is required and is closed,
+so the user reads why instead of waiting for a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+
+from dltui.protocol.framing import encode_frame
+from dltui.protocol.messages import Error, to_wire
+from dltui.protocol.stream import MessageStream
+
+log = logging.getLogger(__name__)
+
+TLS_HANDSHAKE_RECORD = 0x16
+FIRST_BYTE_WAIT = 2.0  # a TLS client sends its hello at once; a plaintext one never does
+TLS_HANDSHAKE_TIMEOUT = 10.0
+STREAM_LIMIT = 2**20
+TLS_REQUIRED = "this agent requires TLS: connect with tls://HOST:PORT and --tls-ca"
+
+Handler = Callable[[MessageStream, str], Awaitable[None]]
+
+
+def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
+    """TLS 1.2+ with this certificate; with `client_ca`, clients must present a certificate
+    that CA signed (mutual TLS). OSError or ssl.SSLError when a file is unusable."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    if client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(client_ca)
+    return context
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.create_server(address, family=family, backlog=128)  # SO_REUSEADDR on POSIX
+    sock.setblocking(False)
+    return sock
+
+
+async def accept_forever(
+    listener: socket.socket, handle: Handler, tls: ssl.SSLContext | None
+) -> None:
+    """Serve each connection with `handle` until cancelled (the connections' own tasks go on,
+    so that the agent can say goodbye on them)."""
+    loop = asyncio.get_running_loop()
+    connections: set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            sock, address = await loop.sock_accept(listener)
+            peer = f"{address[0]}:{address[1]}"
+            task = asyncio.create_task(_connection(sock, peer, handle, tls))
+            connections.add(task)
+            task.add_done_callback(connections.discard)
+    finally:
+        listener.close()
+
+
+async def _connection(
+    sock: socket.socket, peer: str, handle: Handler, tls: ssl.SSLContext | None
+) -> None:
+    sock.setblocking(False)
+    with contextlib.ExitStack() as closing:
+        closing.callback(sock.close)  # until a transport owns the socket
+        if tls is not None and not await _opens_with_tls(sock):
+            log.warning("refusing %s: it does not speak TLS", peer)
+            with contextlib.suppress(OSError):
+                sock.send(encode_frame(to_wire(Error("tls_required", TLS_REQUIRED))))
+            return
+        try:
+            stream = await _open_stream(sock, tls)
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
+            log.warning("TLS handshake with %s failed: %s", peer, exc)
+            return
+        closing.pop_all()
+    await handle(stream, peer)
+
+
+async def _opens_with_tls(sock: socket.socket) -> bool:
+    """Whether the first byte the peer sends, within FIRST_BYTE_WAIT, opens a TLS handshake."""
+    loop = asyncio.get_running_loop()
+    readable = loop.create_future()
+    loop.add_reader(sock.fileno(), lambda: readable.done() or readable.set_result(None))
+    try:
+        await asyncio.wait_for(readable, FIRST_BYTE_WAIT)
+    except TimeoutError:
+        return False
+    finally:
+        loop.remove_reader(sock.fileno())
+    try:
+        first = sock.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return False
+    return first == bytes([TLS_HANDSHAKE_RECORD])
+
+
+async def _open_stream(sock: socket.socket, tls: ssl.SSLContext | None) -> MessageStream:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+    protocol = asyncio.StreamReaderProtocol(reader)
+    transport, _ = await loop.connect_accepted_socket(
+        lambda: protocol,
+        sock,
+        ssl=tls,
+        ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if tls else None,
+    )
+    return MessageStream(reader, asyncio.StreamWriter(transport, protocol, reader, loop))

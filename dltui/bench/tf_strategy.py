@@ -1,0 +1,41 @@
+"""Which tf.distribute strategy runs a TensorFlow job: one choice for all-reduce and training.
+
+One server: MirroredStrategy over the first N GPUs with NCCL, or the CPU split into N logical
+devices with ReductionToOneDevice (NCCL needs GPUs; HierarchicalCopyAllReduce assumes a GPU
+topology). Across servers (TF_CONFIG set by the caller): MultiWorkerMirroredStrategy, NCCL
+between GPUs or its ring on CPUs. Call it before TensorFlow runs its first operation: logical
+devices can only be configured before the runtime starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CPU_REPLICAS = 2
+"""Replicas on a server without GPUs when the job asks for "all"."""
+
+
+def choose(tf: Any, replicas: int, gpus: list[Any], across_servers: bool) -> Any:
+    """`replicas` per server, 0 meaning every GPU (or CPU_REPLICAS CPU devices)."""
+    if across_servers:
+        kinds = tf.distribute.experimental.CommunicationImplementation
+        options = tf.distribute.experimental.CommunicationOptions(
+            implementation=kinds.NCCL if gpus else kinds.RING
+        )
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    count = replicas or len(gpus) or CPU_REPLICAS
+    if gpus and count > len(gpus):
+        raise RuntimeError(f"the plan asks for {count} GPUs; TensorFlow sees {len(gpus)}")
+    if gpus:
+        devices = [f"/gpu:{index}" for index in range(count)]
+        return tf.distribute.MirroredStrategy(
+            devices, cross_device_ops=tf.distribute.NcclAllReduce()
+        )
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
+    )
+    devices = [f"/cpu:{index}" for index in range(count)]
+    return tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )

@@ -1,0 +1,178 @@
+"""Training throughput: each (model, GPU count) of a model plan is one run of rank processes.
+
+PyTorch runs one process per GPU (DDP over NCCL; Gloo between CPU processes), TensorFlow one
+process per server (MirroredStrategy over its GPUs; MultiWorkerMirroredStrategy across
+servers). The processes are `python -m dltui.bench.training.rank`, started and watched by
+bench/ranks.py, so a crash or an out-of-memory error fails that run and the next one goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, replace
+
+from dltui.bench.models import MIN_IMAGE
+from dltui.bench.plan import PlanError
+from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
+from dltui.bench.reference import published_training
+from dltui.client.scale_out import CPU_RANKS
+from dltui.protocol.messages import ModelPlan, ModelResult
+
+STARTUP_S = 120.0
+"""Allowance for a rank to import its framework, meet its peers and compile the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainJob:
+    """One run, as plain values that fit on a rank's command line. None: decided by the rank
+    once it knows its device (bench/models: the fast choices on a GPU)."""
+
+    framework: str
+    model: str
+    device: str
+    """"auto", "cuda" or "cpu"."""
+    replicas: int
+    """Replicas over the whole run: torch's world size; TensorFlow's GPUs (or CPU devices)
+    per worker times the workers. 0 (TensorFlow only): every local GPU."""
+    servers: int
+    batch: int | None
+    precision: str | None
+    channels_last: bool | None
+    compile: bool | None
+    warmup: int
+    steps: int
+    image_size: int
+    classes: int
+    learning_rate: float
+    data_dir: str | None
+    target_accuracy: float | None
+    holdout: float
+    max_epochs: int
+    timeout_s: float
+    """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
+    compile_mode: str = "default"
+    """torch.compile's mode; benchmarks/train_tuning.py tries the others."""
+
+
+def label(job: TrainJob) -> str:
+    unit = "proc" if job.device == "cpu" else "GPU"
+    count = "all GPUs" if job.replicas == 0 else f"{job.replicas} {unit}{'s' * (job.replicas != 1)}"
+    where = f" over {job.servers} servers" if job.servers > 1 else ""
+    return f"{job.model} {job.framework} on {count}{where}"
+
+
+def run_models(
+    plan: ModelPlan, on_result: OnResult, on_progress: OnProgress, should_stop: ShouldStop
+) -> None:
+    """Every model on every GPU count of the plan, in order, a ModelResult each (with an
+    `error` where a run failed: the others go on)."""
+    for model in plan.models:
+        if plan.image_size < MIN_IMAGE[model]:
+            raise PlanError(f"{model} needs images of at least {MIN_IMAGE[model]} pixels")
+    runs = [(model, gpus) for model in plan.models for gpus in plan.gpus]
+    for done, (model, gpus) in enumerate(runs):
+        if should_stop():
+            return
+        try:
+            job = _job(plan, model, gpus)
+        except PlanError as exc:  # more GPUs than this server has: this run fails, not all
+            if plan.cluster is not None:
+                raise
+            on_result(_failed(_job(plan, model, 1), str(exc), gpus))
+            continue
+        step_labels = [label(job)]
+
+        def progress(_done: int, _total: int, text: str, fraction: float | None = None,
+                     done: int = done) -> None:  # fmt: skip
+            on_progress(done, len(runs), text, fraction)
+
+        def reported(result: object, job: TrainJob = job) -> None:
+            assert isinstance(result, ModelResult)
+            on_result(_with_reference(result))
+
+        commands, reports = _commands(plan, job)
+        measured, failure = supervise(
+            commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
+            should_stop, ModelResult,
+        )  # fmt: skip
+        if failure is not None and plan.cluster is not None:
+            # One part of a run across servers: fail the job, so the client stops the others
+            # and names this server.
+            raise RuntimeError(failure)
+        if failure is not None and measured == 0:
+            on_result(_failed(job, failure, job.replicas))
+    on_progress(len(runs), len(runs), "done")
+
+
+def _job(plan: ModelPlan, model: str, gpus: int) -> TrainJob:
+    role = plan.cluster
+    if plan.framework == "tensorflow":
+        replicas = gpus  # per worker; the worker knows its GPUs and the cluster's size
+    elif role is not None:
+        replicas = role.world
+    else:
+        replicas = _torch_replicas(plan.device, gpus)
+    return TrainJob(
+        plan.framework, model, plan.device, replicas, role.servers if role else 1, plan.batch,
+        plan.precision, plan.channels_last, plan.compile, plan.warmup, plan.steps,
+        plan.image_size, plan.classes, plan.learning_rate, plan.data_dir, plan.target_accuracy,
+        plan.holdout, plan.max_epochs, plan.timeout_s,
+    )  # fmt: skip
+
+
+def _torch_replicas(device: str, gpus: int) -> int:
+    """One rank per GPU asked for (0: every GPU); CPU processes where there is no GPU."""
+    import torch
+
+    available = 0 if device == "cpu" else torch.cuda.device_count()
+    if device == "cuda" and available == 0:
+        raise PlanError("the plan asks for CUDA, but PyTorch sees no CUDA GPU")
+    if available == 0:
+        cores = os.cpu_count() or 1
+        if gpus > cores:
+            raise PlanError(f"the plan asks for {gpus} CPU processes; {cores} cores here")
+        return gpus or CPU_RANKS
+    if gpus > available:
+        raise PlanError(f"the plan asks for {gpus} GPUs; this server has {available}")
+    return gpus or available
+
+
+def _commands(plan: ModelPlan, job: TrainJob) -> tuple[list[list[str]], bool]:
+    """The rank processes of this server, and whether global rank 0 (which reports) is here."""
+    role = plan.cluster
+    base = [sys.executable, "-m", "dltui.bench.training.rank", "--job", json.dumps(asdict(job))]
+    if plan.framework == "tensorflow":
+        if role is None:
+            return [base], True
+        cluster = ["--tf-workers", json.dumps(role.peers), "--tf-task", str(role.rank_offset)]
+        return [base + cluster], role.rank_offset == 0
+    if role is None:
+        master = f"127.0.0.1:{free_port()}"
+        ranks = [(rank, rank) for rank in range(job.replicas)]
+        reports = True
+    else:
+        master = f"{role.master_addr}:{role.master_port}"
+        ranks = [(role.rank_offset + local, local) for local in range(role.local_ranks)]
+        reports = role.rank_offset == 0
+    world = ["--world", str(job.replicas), "--master", master]
+    commands = [
+        [*base, "--rank", str(rank), "--local-rank", str(local), *world] for rank, local in ranks
+    ]
+    return commands, reports
+
+
+def _with_reference(result: ModelResult) -> ModelResult:
+    found = published_training(result.model, result.gpus, result.servers)
+    if found is None or result.data != "synthetic" or result.device != "cuda":
+        return result  # the published figures are GPUs' on synthetic data
+    return replace(result, reference=found.label, reference_images_per_s=found.images_per_s)
+
+
+def _failed(job: TrainJob, reason: str, gpus: int) -> ModelResult:
+    return ModelResult(
+        model=job.model, framework=job.framework, device=job.device, servers=job.servers,
+        precision=job.precision or "", gpus=gpus, batch=job.batch or 0,
+        image_size=job.image_size, error=reason,
+    )  # fmt: skip

@@ -1,0 +1,68 @@
+"""What a training rank decides once it knows its device, and how its times become a result.
+
+Shared by both frameworks, so a PyTorch and a TensorFlow figure mean the same thing:
+images/s = replicas × batch × timed steps ÷ the timed steps' wall time (tf_cnn_benchmarks'
+definition), its spread is 1.4826 × the MAD of the per-step rates (tf_cnn_benchmarks' jitter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dltui.bench.formulas import spread
+from dltui.bench.models import default_batch
+from dltui.bench.training import TrainJob
+from dltui.protocol.messages import ModelResult
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    batch: int
+    precision: str
+    channels_last: bool
+    compile: bool
+
+
+def resolve(job: TrainJob, gpu_memory: int | None) -> Settings:
+    """The job's choices, and where it left one open, the fast one for the device (a GPU with
+    `gpu_memory` bytes, or the CPU: None): bf16, channels-last, compiled and a batch sized to
+    the GPU's memory; fp32 and eager on a CPU (channels-last there too in TensorFlow, whose
+    CPU kernels take no other layout)."""
+    on_gpu = gpu_memory is not None
+    channels_last = on_gpu or job.framework == "tensorflow"
+    return Settings(
+        batch=job.batch or default_batch(job.model, gpu_memory),
+        precision=job.precision or ("bf16" if on_gpu else "fp32"),
+        channels_last=channels_last if job.channels_last is None else job.channels_last,
+        compile=on_gpu if job.compile is None else job.compile,
+    )
+
+
+def throughput_result(
+    job: TrainJob,
+    settings: Settings,
+    framework: str,
+    device: str,
+    replicas: int,
+    image_size: int,
+    step_times: list[float],
+) -> ModelResult:
+    """The result of a synthetic-data run from its timed steps (the slowest replica's)."""
+    images = replicas * settings.batch
+    total = sum(step_times)
+    return ModelResult(
+        model=job.model,
+        framework=framework,
+        device=device,
+        precision=settings.precision,
+        gpus=replicas,
+        batch=settings.batch,
+        servers=job.servers,
+        image_size=image_size,
+        compiled=settings.compile,
+        channels_last=settings.channels_last,
+        steps=len(step_times),
+        images_per_s=images * len(step_times) / total,
+        spread=spread([images / t for t in step_times]),
+        step_times=[round(t, 7) for t in step_times],
+    )

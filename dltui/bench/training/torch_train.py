@@ -1,0 +1,260 @@
+"""A PyTorch training rank: one process per GPU, DDP when there are several (NCCL between GPUs,
+Gloo between CPU processes), SGD with momentum, autocast for 16-bit precisions, channels-last
+and torch.compile where asked.
+
+Synthetic data is one batch of random images made on the device and reused every step, as
+tf_cnn_benchmarks does, so input never limits the figure. Each timed step sits between CUDA
+events queued back to back (the host never waits for the GPU inside the timed loop); on a CPU
+the steps are synchronous and a wall clock suffices. A step's time is the slowest rank's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from dltui.bench.models import torch_zoo
+from dltui.bench.ranks import Reporter, ShouldStop
+from dltui.bench.training import TrainJob
+from dltui.bench.training.settings import Settings, resolve, throughput_result
+from dltui.protocol.messages import ModelResult
+
+WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default
+MOMENTUM = 0.9
+
+
+def train(
+    job: TrainJob,
+    report: Reporter,
+    should_stop: ShouldStop,
+    rank: int,
+    world: int,
+    master: str,
+    local_rank: int,
+) -> None:
+    import torch
+    import torch.distributed as dist
+
+    on_gpu = job.device != "cpu" and torch.cuda.is_available()
+    if job.device == "cuda" and not on_gpu:
+        raise RuntimeError("PyTorch sees no CUDA GPU")
+    if on_gpu:
+        device = torch.device("cuda", local_rank)
+        settings = resolve(job, torch.cuda.get_device_properties(device).total_memory)
+        torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True  # cuDNN picks the fastest algorithm per shape
+    else:
+        device = torch.device("cpu")
+        settings = resolve(job, None)
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    tf32 = settings.precision == "tf32"  # fp32 means fp32: TF32 only when asked for
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.manual_seed(0)
+    if world > 1:
+        dist.init_process_group(
+            "nccl" if on_gpu else "gloo",
+            init_method=f"tcp://{master}",
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=job.timeout_s),
+            device_id=device if on_gpu else None,
+        )
+    try:
+        trainer = _Trainer(torch, job, settings, device, world, report, should_stop)
+        result = trainer.to_accuracy(rank) if job.data_dir else trainer.throughput()
+        if result is not None and rank == 0:
+            report.result(result)
+    finally:
+        if world > 1:
+            dist.destroy_process_group()
+
+
+class _Trainer:
+    def __init__(
+        self,
+        torch: Any,
+        job: TrainJob,
+        settings: Settings,
+        device: Any,
+        world: int,
+        report: Reporter,
+        should_stop: ShouldStop,
+    ) -> None:
+        self.torch, self.job, self.settings, self.device = torch, job, settings, device
+        self.world, self.report, self.should_stop = world, report, should_stop
+        self.on_gpu = device.type == "cuda"
+        self.memory_format = (
+            torch.channels_last if settings.channels_last else torch.contiguous_format
+        )
+
+    def _network(self, classes: int) -> tuple[Any, Callable[[Any, Any], Any]]:
+        """The model and its training step: forward under autocast, backward, SGD."""
+        torch, settings = self.torch, self.settings
+        model = torch_zoo.build(self.job.model, classes)
+        model = model.to(self.device, memory_format=self.memory_format)
+        net = model
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.on_gpu else None
+            net = DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
+        if settings.compile:
+            net = torch.compile(net, mode=self.job.compile_mode)
+        global_batch = settings.batch * self.world
+        optimizer = torch.optim.SGD(
+            model.parameters(),
+            lr=self.job.learning_rate * global_batch / 256,  # Goyal et al.'s linear scaling
+            momentum=MOMENTUM,
+            weight_decay=WEIGHT_DECAY,
+            **({"fused": True} if self.on_gpu else {}),
+        )
+        half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(settings.precision)
+        scaler = torch.amp.GradScaler(self.device.type) if half is torch.float16 else None
+        loss_of = torch.nn.functional.cross_entropy
+
+        def step(images: Any, labels: Any) -> Any:
+            with torch.autocast(self.device.type, dtype=half, enabled=half is not None):
+                loss = loss_of(net(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            if scaler is None:
+                loss.backward()
+                optimizer.step()
+            else:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            return loss
+
+        return model, step
+
+    def _slowest(self, values: list[float]) -> list[float]:
+        """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
+        if self.world == 1:
+            return values
+        torch = self.torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tensor.tolist()
+
+    def _sum(self, values: list[float]) -> list[float]:
+        if self.world == 1:
+            return values
+        torch = self.torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor)
+        return tensor.tolist()
+
+    def throughput(self) -> ModelResult | None:
+        torch, job, settings = self.torch, self.job, self.settings
+        _, step = self._network(job.classes)
+        size = (settings.batch, 3, job.image_size, job.image_size)
+        images = torch.randn(size, device=self.device).contiguous(memory_format=self.memory_format)
+        labels = torch.randint(0, job.classes, (settings.batch,), device=self.device)
+        total = job.warmup + job.steps
+        for done in range(job.warmup):
+            if self.should_stop():
+                return None
+            step(images, labels)
+            self.report.progress((done + 1) / total)
+        sync = torch.cuda.synchronize if self.on_gpu else (lambda: None)
+        sync()
+        if self.on_gpu:
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(job.steps + 1)]
+            for done in range(job.steps):
+                starts[done].record()
+                step(images, labels)
+                self.report.progress((job.warmup + done + 1) / total)
+            starts[-1].record()
+            sync()
+            times = [a.elapsed_time(b) / 1e3 for a, b in itertools.pairwise(starts)]
+        else:
+            times = []
+            for done in range(job.steps):
+                if self.should_stop():
+                    return None
+                begin = time.perf_counter()
+                step(images, labels)
+                times.append(time.perf_counter() - begin)
+                self.report.progress((job.warmup + done + 1) / total)
+        times = self._slowest(times)
+        device = "cuda" if self.on_gpu else "cpu"
+        return throughput_result(job, settings, "torch", device, self.world, job.image_size, times)
+
+    def to_accuracy(self, rank: int) -> ModelResult | None:
+        """Train on the folder, an epoch at a time, until the held-out top-1 reaches the
+        target; the clock runs from the first step, evaluation included (as MLPerf counts)."""
+        from dltui.bench.training import images as folder
+
+        torch, job, settings = self.torch, self.job, self.settings
+        data = folder.load(job.data_dir or "", job.image_size, job.holdout)
+        model, step = self._network(len(data.classes))
+        train_x = torch.from_numpy(data.train_images).to(self.device)
+        train_y = torch.from_numpy(data.train_labels).to(self.device)
+        held_x = torch.from_numpy(data.holdout_images).to(self.device)
+        held_y = torch.from_numpy(data.holdout_labels).to(self.device)
+        per_step = settings.batch * self.world
+        steps_per_epoch = len(train_x) // per_step
+        if steps_per_epoch == 0:
+            raise ValueError(
+                f"{len(train_x)} training images do not fill one step of {per_step} "
+                f"({self.world} × batch {settings.batch}): use a smaller --batch"
+            )
+        sync = torch.cuda.synchronize if self.on_gpu else (lambda: None)
+        start = time.perf_counter()
+        training_s, accuracy, reached = 0.0, 0.0, None
+        epochs = 0
+        for epoch in range(job.max_epochs):
+            order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(epoch))
+            mine = order[rank :: self.world].to(self.device)
+            began = time.perf_counter()
+            for index in range(steps_per_epoch):
+                if self.should_stop():
+                    return None
+                batch = mine[index * settings.batch : (index + 1) * settings.batch]
+                step(self._pixels(train_x[batch]), train_y[batch])
+                self.report.progress((epoch + (index + 1) / steps_per_epoch) / job.max_epochs)
+            sync()
+            training_s += time.perf_counter() - began
+            epochs = epoch + 1
+            accuracy = self._accuracy(model, held_x[rank :: self.world], held_y[rank :: self.world])
+            if accuracy >= (job.target_accuracy or 1.0):
+                reached = time.perf_counter() - start
+                break
+        trained = per_step * steps_per_epoch * epochs
+        return ModelResult(
+            model=job.model, framework="torch", device=self.device.type,
+            precision=settings.precision, gpus=self.world, batch=settings.batch,
+            servers=job.servers, image_size=job.image_size, compiled=settings.compile,
+            channels_last=settings.channels_last, steps=steps_per_epoch * epochs,
+            images_per_s=trained / training_s, data="folder", time_to_accuracy_s=reached,
+            accuracy=accuracy, target_accuracy=job.target_accuracy, epochs=epochs,
+        )  # fmt: skip
+
+    def _pixels(self, batch: Any) -> Any:
+        """uint8 N×H×W×C to the network's input: float in [-1, 1], N×C×H×W."""
+        pixels = batch.permute(0, 3, 1, 2).float().div_(127.5).sub_(1.0)
+        return pixels.contiguous(memory_format=self.memory_format)
+
+    def _accuracy(self, model: Any, images: Any, labels: Any) -> float:
+        """Top-1 over the held-out images, summed over the ranks' shares."""
+        torch = self.torch
+        half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(self.settings.precision)
+        model.eval()
+        correct = 0
+        with torch.no_grad(), torch.autocast(self.device.type, dtype=half, enabled=bool(half)):
+            for begin in range(0, len(images), self.settings.batch):
+                chunk = slice(begin, begin + self.settings.batch)
+                predicted = model(self._pixels(images[chunk])).argmax(1)
+                correct += int((predicted == labels[chunk]).sum())
+        model.train()
+        right, total = self._sum([float(correct), float(len(images))])
+        return right / total if total else 0.0

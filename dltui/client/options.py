@@ -1,0 +1,77 @@
+"""The options every command that connects to agents shares (the TUI, probe, bench, record):
+the secret, TLS and SSH, and the targets they apply to."""
+
+from __future__ import annotations
+
+import argparse
+
+from dltui.client.target import (
+    DEFAULT_REMOTE_DLTUI,
+    SshOptions,
+    Target,
+    TlsOptions,
+    parse_remote_dltui,
+)
+
+
+def _remote_dltui(text: str) -> tuple[str, ...]:
+    try:
+        return parse_remote_dltui(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """How every command that connects reaches agents: the same options everywhere."""
+    group = parser.add_argument_group(
+        "reaching agents",
+        "AGENT is local, HOST[:PORT], tls://HOST[:PORT] or ssh://[USER@]HOST[:PORT]. "
+        "Any --tls-* option makes HOST:PORT agents use TLS too.",
+    )
+    group.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="shared secret for agents reached over the network (mode 0600)",
+    )
+    group.add_argument(
+        "--tls-ca", metavar="FILE", help="CA (PEM) that signed the agents' certificates "
+        "(default: the system's trust store)"
+    )  # fmt: skip
+    group.add_argument(
+        "--tls-cert", metavar="FILE", help="client certificate (PEM), for agents that require "
+        "one (mutual TLS)"
+    )  # fmt: skip
+    group.add_argument("--tls-key", metavar="FILE", help="the client certificate's key (PEM)")
+    group.add_argument(
+        "--ssh-config", metavar="FILE", help="ssh_config for ssh:// agents (default: ssh's own)"
+    )
+    group.add_argument(
+        "--remote-dltui",
+        metavar="CMD",
+        type=_remote_dltui,
+        default=DEFAULT_REMOTE_DLTUI,
+        help="how ssh:// hosts run dltui (default: dltui on the remote PATH; e.g. "
+        "'~/venv/bin/dltui' or 'python3 -m dltui')",
+    )
+
+
+def reach(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, targets: list[Target]
+) -> list[Target]:
+    """The targets with the connection options applied, each once; TLS files are checked now
+    so that a bad one is a usage error rather than every connection failing."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    tls = None
+    if args.tls_ca or args.tls_cert:
+        import ssl
+
+        from dltui.client.tls import client_context
+
+        tls = TlsOptions(args.tls_ca, args.tls_cert, args.tls_key)
+        try:
+            client_context(tls)
+        except (OSError, ssl.SSLError) as exc:
+            parser.error(f"cannot use the TLS files: {exc}")
+    ssh = SshOptions(args.remote_dltui, args.ssh_config)
+    return list(dict.fromkeys(target.reached_with(tls, ssh) for target in targets))

@@ -1,0 +1,186 @@
+"""Benchmark phases: each timed case of a job, with the telemetry seen while it ran.
+
+A case starts at a `progress` frame with a new `done` and ends at its `result` frame. The
+tracker learns both as frames arrive, so the live TUI marks phases on its charts and a report
+finds them in a recording the same way; the caller says what time each frame is at (the
+fleet: its latest sample of that server; a recording: the receive time).
+
+While a phase is open, every sample of its server is folded into it (a few additions), so its
+means cost nothing to read: utilization and tensor activity averaged over the GPUs the case
+used, power, PCIe and NVLink summed over them, and, where the energy counter moved at least
+twice inside the phase, the mean power it implies (more exact than sampled power, but read
+only every 5 s, so long phases only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dltui.protocol.messages import (
+    GpuSample,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelResult,
+    Message,
+    ModelResult,
+    Sample,
+)
+
+MEANS = ("util_gpu", "tensor_active")
+"""Averaged over the GPUs a case used."""
+SUMS = ("power", "pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")
+"""Summed over the GPUs a case used."""
+
+Result = KernelResult | ModelResult
+
+
+@dataclass
+class _Energy:
+    """The first and latest change of one GPU's energy counter inside a phase."""
+
+    first: tuple[float, float] | None = None
+    last: tuple[float, float] | None = None
+    value: float | None = None
+
+
+@dataclass
+class Phase:
+    source: str
+    job: str
+    case: int
+    """The job's `done` count when the case started: its index in the job."""
+    label: str
+    start: float
+    end: float | None = None
+    """None while the case runs."""
+    result: Result | None = None
+    _sums: dict[tuple[int, str], list[float]] = field(default_factory=dict, repr=False)
+    _energy: dict[int, _Energy] = field(default_factory=dict, repr=False)
+
+    def add(self, t: float, gpus: list[GpuSample]) -> None:
+        for gpu in gpus:
+            if gpu.state != "ok":
+                continue
+            values = gpu.values
+            for name in (*MEANS, *SUMS):
+                value = values.get(name)
+                if value is not None:
+                    total = self._sums.get((gpu.index, name))
+                    if total is None:
+                        self._sums[(gpu.index, name)] = [value, 1.0]
+                    else:
+                        total[0] += value
+                        total[1] += 1.0
+            energy = values.get("energy")
+            if energy is not None:
+                seen = self._energy.setdefault(gpu.index, _Energy())
+                if seen.value is not None and energy != seen.value:
+                    seen.first = seen.first or (t, energy)
+                    seen.last = (t, energy)
+                seen.value = energy
+
+    def gpus(self) -> set[int]:
+        """The GPUs the case ran on, as far as its result says; every GPU seen otherwise."""
+        seen = {index for index, _ in self._sums} | set(self._energy)
+        result = self.result
+        if isinstance(result, KernelResult) and result.kind != "allreduce":
+            _, _, number = result.device.partition(":")
+            if number.isdigit():
+                return {int(number)} & seen
+        if isinstance(result, ModelResult) and result.device == "cuda":
+            per_server = max(result.gpus // max(result.servers, 1), 1)
+            return set(sorted(seen)[:per_server])
+        return seen
+
+    @property
+    def telemetry(self) -> dict[str, float]:
+        """Means over the phase (see the module's docstring); a field no sample gave is absent."""
+        used = self.gpus()
+        out: dict[str, float] = {}
+        for name in (*MEANS, *SUMS):
+            means = [s / n for (index, field_name), (s, n) in self._sums.items()
+                     if field_name == name and index in used]  # fmt: skip
+            if means:
+                out[name] = sum(means) / len(means) if name in MEANS else sum(means)
+        watts = []
+        for index in used:
+            energy = self._energy.get(index)
+            if energy is None or energy.first is None or energy.last is None:
+                break
+            (t0, e0), (t1, e1) = energy.first, energy.last
+            if t1 <= t0:
+                break
+            watts.append((e1 - e0) / (t1 - t0))
+        else:
+            if watts:
+                out["energy_power"] = sum(watts)
+        return out
+
+    @property
+    def watts(self) -> float | None:
+        """Mean power of the GPUs the case used: from the energy counter where it moved enough,
+        else from the sampled power."""
+        telemetry = self.telemetry
+        return telemetry.get("energy_power") or telemetry.get("power") or None
+
+    @property
+    def per_watt(self) -> float | None:
+        """TFLOP/s per W for a compute kernel, images/s per W for a training run."""
+        result, watts = self.result, self.watts
+        if result is None or watts is None or result.error is not None:
+            return None
+        rate = result.tflops if isinstance(result, KernelResult) else result.images_per_s
+        return rate / watts if rate is not None else None
+
+    @property
+    def tflops_per_watt(self) -> float | None:
+        return self.per_watt if isinstance(self.result, KernelResult) else None
+
+
+class PhaseTracker:
+    """Phases of every source, from frames in the order they arrived."""
+
+    def __init__(self) -> None:
+        self.phases: list[Phase] = []
+        self.open: dict[str, Phase] = {}
+        self._done: dict[tuple[str, str], int] = {}
+        """(source, job) -> the `done` of the case that last started."""
+
+    def observe(self, source: str, message: Message, t: float) -> Phase | None:
+        """Take one frame at time `t`; the phase it started, if it started one."""
+        if isinstance(message, Sample):
+            phase = self.open.get(source)
+            if phase is not None:
+                phase.add(t, message.gpus)
+        elif isinstance(message, JobProgress):
+            key = (source, message.job)
+            if self._done.get(key) != message.done:
+                self._done[key] = message.done
+                self._close(source, t)  # a case without a result ends unfinished
+                if message.done >= message.total:
+                    return None  # the job's last word: every case is done
+                phase = Phase(source, message.job, message.done, message.label, t)
+                self.open[source] = phase
+                self.phases.append(phase)
+                return phase
+        elif isinstance(message, JobResult):
+            phase = self.open.get(source)
+            if phase is not None and phase.job == message.job:
+                del self.open[source]
+                phase.end = t
+                phase.result = message.result or message.model
+        elif isinstance(message, JobEnd):
+            phase = self.open.get(source)
+            if phase is not None and phase.job == message.job:
+                self._close(source, t)
+        return None
+
+    def _close(self, source: str, t: float) -> None:
+        phase = self.open.pop(source, None)
+        if phase is not None:
+            phase.end = t
+
+    def finished(self) -> list[Phase]:
+        """Phases that ended with their result, in the order they started."""
+        return [phase for phase in self.phases if phase.result is not None]

@@ -1,0 +1,116 @@
+"""The launcher's built-in plans, and how a choice on its form becomes plans to run.
+
+Free of Textual: the form's values go in, `dltui.protocol` plans and the way to run them come
+out, checked by the same rules as `dltui bench` (a bad choice is a ValueError in words).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dltui.bench.plan import MODELS, check_plan, load_plans
+from dltui.client.campaign import check_layout, is_across
+from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    key: str
+    title: str
+    words: str
+    """What it runs and roughly how long, for the launcher's list."""
+
+
+SCALE_OUT_WORDS = "ResNet-50 on all GPUs of every chosen server at once, after baselines"
+BUILTINS = (
+    Builtin("smoke", "Smoke test", "tiny GEMM, conv and RNN shapes: seconds, even on a CPU"),
+    Builtin("quick", "Quick kernels", "a tenth of DeepBench: 30 GEMM, conv and RNN cases"),
+    Builtin("full", "DeepBench full", "160 GEMMs, 94 convs, 53 RNNs, bandwidth: an hour or more"),
+    Builtin("models", "CNN models", "ResNet-50, VGG-16, GoogLeNet, AlexNet training on 1 GPU"),
+    Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
+    Builtin("scale_out", "Scale-out", SCALE_OUT_WORDS),
+    Builtin("file", "Plan file", "a TOML file with [kernels] and [models] tables"),
+)
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the launcher's form says."""
+
+    plan: str
+    framework: str = "torch"
+    precision: str = AUTO
+    device: str = AUTO
+    plan_file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Plans to run one after the other on the chosen servers, each side by side or across."""
+
+    plans: list[tuple[Plan, bool]]
+    description: str
+
+
+def sweep(inventory: Inventory) -> list[int]:
+    """GPU counts of a scale-up sweep: 1, 2, 4 … and all (CPU: 1 and 2 processes)."""
+    count = len(inventory.gpus) or 2
+    counts = [1]
+    while counts[-1] * 2 < count:
+        counts.append(counts[-1] * 2)
+    return sorted({*counts, count})
+
+
+def _kernel_precision(choice: Choice, inventories: list[Inventory]) -> str:
+    if choice.precision != AUTO:
+        return choice.precision
+    on_cpu = choice.device == "cpu" or not all(inventory.gpus for inventory in inventories)
+    return "fp32" if on_cpu else "bf16"
+
+
+def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
+    """The plans this choice means for these servers; ValueError says what is wrong."""
+    if not inventories:
+        raise ValueError("choose at least one live server")
+    if choice.plan == "file":
+        return _from_file(choice, len(inventories))
+    kernels = KernelPlan(framework=choice.framework, device=choice.device,
+                         precisions=[_kernel_precision(choice, inventories)])  # fmt: skip
+    precision = None if choice.precision == AUTO else choice.precision
+    models = ModelPlan(framework=choice.framework, device=choice.device, precision=precision)
+    plan: Plan
+    across = False
+    if choice.plan == "smoke":
+        plan = replace(kernels, shape_set="tiny", iterations=20, max_seconds=0.5)
+    elif choice.plan == "quick":
+        plan = replace(kernels, shape_set="quick")
+    elif choice.plan == "full":
+        plan = replace(kernels, shape_set="full", kinds=["gemm", "conv", "rnn", "bandwidth"])
+    elif choice.plan == "models":
+        plan = replace(models, models=list(MODELS))
+    elif choice.plan == "scale_up":
+        if len(inventories) != 1:
+            raise ValueError("a scale-up sweep runs on one server: choose exactly one")
+        plan = replace(models, gpus=sweep(inventories[0]))
+    elif choice.plan == "scale_out":
+        plan, across = replace(models, gpus=[0]), True
+    else:
+        raise ValueError(f"unknown plan {choice.plan!r}")
+    check_plan(plan)
+    check_layout(plan, len(inventories), across)
+    title = next(builtin.title for builtin in BUILTINS if builtin.key == choice.plan)
+    return Launch([(plan, across)], title)
+
+
+def _from_file(choice: Choice, servers: int) -> Launch:
+    text = choice.plan_file.strip()
+    if not text:
+        raise ValueError("name a plan file (TOML with [kernels] or [models])")
+    path = Path(text).expanduser()
+    plans = [(plan, is_across(plan, servers)) for plan in load_plans(path)]
+    for plan, across in plans:
+        check_layout(plan, servers, across)
+    return Launch(plans, path.name)

@@ -1,0 +1,199 @@
+"""The results view (`v`): a row per benchmark, a column per server, each cell the figure and
+its ratio to a chosen baseline; and, on its second tab, every phase with the telemetry that
+explains it (utilization, tensor activity, power, PCIe and NVLink while the case ran).
+
+`b` picks the baseline (the published reference, or a column), `m` the metric (throughput,
+per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+
+from dltui.bench.table import rate_text
+from dltui.fleet.compare import (
+    METRIC_WORDS,
+    METRICS,
+    REFERENCE,
+    Cell,
+    Comparison,
+    Metric,
+    Row,
+    build,
+)
+from dltui.protocol.messages import KernelResult
+from dltui.tui.screens.export import ExportScreen
+from dltui.tui.widgets.phase_table import PhaseTable
+
+if TYPE_CHECKING:
+    from dltui.tui.app import DltuiApp
+
+REFRESH_S = 1.0
+
+
+def figure_text(cell: Cell, metric: Metric) -> str:
+    result = cell.result
+    if result.error is not None:
+        return "error"
+    value = cell.value(metric)
+    if value is None:
+        return "–"
+    if metric == "efficiency":
+        return f"{value * 100:.1f}%"
+    kernel = isinstance(result, KernelResult)
+    if metric == "per_watt":
+        return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
+    return rate_text(result) if kernel else f"{value:,.1f} img/s"
+
+
+def ratio_text(ratio: float | None) -> Text:
+    if ratio is None:
+        return Text("")
+    return Text(f" {ratio:.2f}×", style="bold green" if ratio >= 1 else "bold red")
+
+
+def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
+    cell = row.cells.get(column)
+    if cell is None:
+        return Text("")
+    text = Text(figure_text(cell, metric), style="red" if cell.result.error else "")
+    return text + ratio_text(row.ratio(column, baseline, metric))
+
+
+class ResultsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,v", "app.pop_screen", "Back"),
+        Binding("b", "baseline", "Baseline"),
+        Binding("m", "metric", "Metric"),
+        Binding("s", "sort", "Sort"),
+        Binding("e", "export", "Export"),
+        Binding("p", "tab('phases')", "Phases"),
+        Binding("c", "tab('compare')", "Compare", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    ResultsScreen {
+        & #settings {
+            height: 1;
+            padding: 0 1;
+            background: $boost;
+            color: $text-muted;
+        }
+        & TabbedContent, TabPane, DataTable {
+            height: 1fr;
+        }
+        & #empty {
+            padding: 1 2;
+            color: $text-muted;
+        }
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.baseline = REFERENCE
+        self.metric: Metric = "rate"
+        self.sort_column: str | None = None
+        self.descending = False
+        self.comparison = Comparison([], [])
+        self._drawn: tuple[object, ...] | None = None
+
+    @property
+    def dltui(self) -> DltuiApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="settings")
+        with TabbedContent(initial="compare"):
+            with TabPane("Compare", id="compare"):
+                yield Static(
+                    "No results yet. Press b on the main screen to run a benchmark.", id="empty"
+                )
+                yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
+            with TabPane("Phases (telemetry per case)", id="phases"):
+                yield PhaseTable(self.dltui.fleet)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "results"
+        self.refresh_table()
+        self.query_one("#table", DataTable).focus()  # arrows move between cells, not tabs
+        self.set_interval(REFRESH_S, self.refresh_table)
+
+    def refresh_table(self, force: bool = False) -> None:
+        fleet = self.dltui.fleet
+        counts = sum(len(j.results) + len(j.model_results)
+                     for s in fleet.servers.values() for j in s.jobs.values())  # fmt: skip
+        state = (counts, len(fleet.phases.phases), self.baseline, self.metric,
+                 self.sort_column, self.descending)  # fmt: skip
+        self.query_one(PhaseTable).refresh_rows()
+        if state == self._drawn and not force:
+            return
+        self._drawn = state
+        self.comparison = comparison = build(fleet)
+        if self.baseline != REFERENCE and self.baseline not in comparison.columns:
+            self.baseline = REFERENCE
+        self._draw(comparison)
+
+    def _draw(self, comparison: Comparison) -> None:
+        table = self.query_one("#table", DataTable)
+        self.query_one("#empty").display = not comparison.rows
+        table.display = bool(comparison.rows)
+        cursor = table.cursor_coordinate
+        table.clear(columns=True)
+        arrow = " ▼" if self.descending else " ▲"
+        table.add_column("benchmark" + (arrow if self.sort_column is None else ""), key="")
+        for column in comparison.columns:
+            mark = "◆ " if column == self.baseline else ""
+            sort = arrow if column == self.sort_column else ""
+            table.add_column(f"{mark}{column}{sort}", key=column)
+        rows = comparison.sorted_rows(self.sort_column, self.metric, self.descending)
+        for row in rows:
+            cells = [cell_text(row, column, self.baseline, self.metric)
+                     for column in comparison.columns]  # fmt: skip
+            table.add_row(Text(row.label), *cells)
+        if rows:
+            table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
+        base = "the published figure" if self.baseline == REFERENCE else self.baseline
+        settings = (f"[b]{METRIC_WORDS[self.metric]}[/b] (m), ratio to [b]{base}[/b] (b) · "
+                    "s sort by the cursor's column · e export")  # fmt: skip
+        self.query_one("#settings", Static).update(settings)
+
+    def action_baseline(self) -> None:
+        choices = [REFERENCE, *self.comparison.columns]
+        self.baseline = choices[(choices.index(self.baseline) + 1) % len(choices)]
+        self.refresh_table()
+
+    def action_metric(self) -> None:
+        self.metric = METRICS[(METRICS.index(self.metric) + 1) % len(METRICS)]
+        self.refresh_table()
+
+    def action_sort(self) -> None:
+        table = self.query_one("#table", DataTable)
+        index = table.cursor_coordinate.column
+        column = self.comparison.columns[index - 1] if index > 0 else None
+        if column == self.sort_column:
+            self.descending = not self.descending
+        else:
+            self.sort_column, self.descending = column, column is not None
+        self.refresh_table()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it, as `s` does."""
+        event.data_table.cursor_coordinate = event.data_table.cursor_coordinate._replace(
+            column=event.column_index
+        )
+        self.action_sort()
+
+    def action_export(self) -> None:
+        self.app.push_screen(ExportScreen(self.comparison, self.baseline))
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab

@@ -1,0 +1,119 @@
+"""Training on this machine's CPU, both frameworks: every model trains a few real steps in its
+own rank processes, DDP over Gloo scales to two processes, and a folder of real images (the
+digits scikit-learn ships) trains to a target accuracy.
+
+Tiny images and batches keep the suite fast; the GPU figures come from the device
+(docs/results/models-h200.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from dltui.bench.plan import MODELS
+from dltui.bench.scaling import scaling
+from dltui.bench.training import run_models
+from dltui.protocol.messages import ModelPlan, ModelResult
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+TINY = {"device": "cpu", "image_size": 67, "batch": 2, "warmup": 1, "steps": 3, "classes": 10}
+FRAMEWORKS = ["torch", "tensorflow"]
+
+
+def train(plan: ModelPlan) -> tuple[list[ModelResult], list[tuple]]:
+    results: list[ModelResult] = []
+    progress: list[tuple] = []
+    run_models(plan, results.append, lambda *args: progress.append(args), lambda: False)
+    return results, progress
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_model_trains_and_reports_its_throughput(framework):
+    pytest.importorskip(framework)
+    plan = ModelPlan(framework=framework, models=list(MODELS), **TINY)
+    results, progress = train(plan)
+    assert [r.model for r in results] == list(MODELS)
+    for result in results:
+        assert result.error is None, result.error
+        assert (result.framework, result.device, result.gpus, result.batch) == (
+            framework, "cpu", 1, 2,
+        )  # fmt: skip
+        assert len(result.step_times) == result.steps == 3
+        assert all(0 < t < 60 for t in result.step_times)
+        # images/s is the whole timed run: batch × steps ÷ the steps' total time.
+        assert result.images_per_s == pytest.approx(2 * 3 / sum(result.step_times), rel=1e-3)
+        assert math.isfinite(result.spread) and result.spread >= 0
+        assert result.precision == "fp32" and not result.compiled  # a CPU's defaults
+        assert result.reference is None  # the published figures are GPUs'
+    # One case per model, each announced before its result, and the run's end.
+    assert sorted({done for done, *_ in progress}) == [0, 1, 2, 3, 4]
+    assert progress[-1][:2] == (4, 4)
+    assert any(len(p) == 4 and p[3] is not None and 0 < p[3] <= 1 for p in progress)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_sweep_over_two_processes_scales_with_gloo(framework):
+    pytest.importorskip(framework)
+    plan = ModelPlan(framework=framework, models=["googlenet"], gpus=[1, 2],
+                     **TINY | {"image_size": 32})  # fmt: skip
+    results, _ = train(plan)
+    assert [(r.gpus, r.error) for r in results] == [(1, None), (2, None)]
+    one, two = results
+    assert two.images_per_s == pytest.approx(2 * 2 * 3 / sum(two.step_times), rel=1e-3)
+    efficiency = scaling([("vm", one), ("vm", two)])
+    expected = two.images_per_s / (2 * one.images_per_s)
+    assert efficiency[1].vs_one_gpu == pytest.approx(expected)
+    assert efficiency[0].vs_one_gpu is None
+
+
+def test_a_model_that_cannot_run_fails_alone():
+    pytest.importorskip("torch")
+    plan = ModelPlan(models=["googlenet", "resnet50"], gpus=[64], **TINY)
+    results, _ = train(plan)
+    assert [r.model for r in results] == ["googlenet", "resnet50"]
+    for result in results:
+        assert result.images_per_s is None
+        assert "64 CPU processes" in result.error or "cores" in result.error
+
+
+@pytest.fixture(scope="session")
+def digits(tmp_path_factory):
+    """scikit-learn's bundled handwritten digits, written out as a folder of PNGs per class."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    image = pytest.importorskip("PIL.Image")
+    root = tmp_path_factory.mktemp("digits")
+    bunch = datasets.load_digits()
+    for index, (pixels, label) in enumerate(zip(bunch.images, bunch.target, strict=True)):
+        folder = root / f"digit-{label}"
+        folder.mkdir(exist_ok=True)
+        image.fromarray((pixels * 255 / 16).astype("uint8")).save(folder / f"{index:04d}.png")
+    return root
+
+
+@pytest.mark.parametrize(("framework", "target"), [("torch", 0.8), ("tensorflow", 0.5)])
+def test_time_to_accuracy_on_a_folder_of_real_images(digits, framework, target):
+    """GoogLeNet learns the digits in a few epochs (tf_cnn_benchmarks' GoogLeNet has no batch
+    norm and starts slower: a lower target)."""
+    pytest.importorskip(framework)
+    plan = ModelPlan(
+        framework=framework, models=["googlenet"], device="cpu", image_size=32, batch=32,
+        data_dir=str(digits), target_accuracy=target, max_epochs=12,
+    )  # fmt: skip
+    (result,), _ = train(plan)
+    assert result.error is None, result.error
+    assert result.data == "folder" and result.target_accuracy == target
+    assert result.accuracy >= target
+    assert 0 < result.time_to_accuracy_s < 600
+    assert result.epochs <= 12 and result.images_per_s > 0
+
+
+def test_a_folder_that_is_not_an_image_set_is_a_clear_error(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "only-one-class").mkdir()
+    plan = ModelPlan(models=["googlenet"], device="cpu", image_size=32, batch=2,
+                     data_dir=str(tmp_path), target_accuracy=0.5)  # fmt: skip
+    (result,), _ = train(plan)
+    assert "needs a sub-folder per class, at least two" in result.error

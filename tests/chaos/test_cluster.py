@@ -1,0 +1,70 @@
+"""Agents in network namespaces, as separate hosts with addresses of their own: a scale-out
+all-reduce whose rendezvous crosses the bridge, and a partition by taking a link down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+
+import pytest
+
+from dltui.client.connection import AgentConnection
+from dltui.client.target import parse_target
+from dltui.fleet.state import Fleet
+from dltui.protocol.auth import load_secret
+from tests.conftest import ROOT, dltui_command
+from tests.integration.test_client import wait_until
+from tests.netns import Cluster, unavailable
+
+REASON = unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+@pytest.fixture
+def cluster(tmp_path, secret_file):
+    cluster = Cluster(2, tmp_path / "cluster")
+    try:
+        cluster.start_agents("--secret-file", str(secret_file))
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def test_all_reduce_across_two_hosts(cluster, secret_file, tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "across.json"
+    command = dltui_command(
+        "bench", "kernels", "--kind", "allreduce", "--set", "tiny", "--device", "cpu",
+        "--gpus", "1", "--max-seconds", "0.2", "--secret-file", str(secret_file),
+        "--agent", cluster.address(1), "--agent", cluster.address(2), "--json", str(out),
+    )  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert result.returncode == 0, result.stderr + cluster.log(1) + cluster.log(2)
+    report = json.loads(out.read_text())
+    rendezvous = cluster.address(1).rsplit(":", 1)[0]
+    assert [job["plan"]["cluster"]["master_addr"] for job in report["jobs"]] == [rendezvous] * 2
+    assert [job["state"] for job in report["jobs"]] == ["done", "done"]
+    assert report["results"] and all(r["gbps"] > 0 for r in report["results"])
+
+
+async def test_a_partition_shows_offline_then_heals(cluster, secret_file):
+    fleet = Fleet()
+    target = parse_target(cluster.address(1))
+    server = fleet.add(target.label)
+    connection = AgentConnection(target, fleet.apply, load_secret(secret_file))
+    task = asyncio.create_task(connection.run())
+    try:
+        await wait_until(lambda: server.link == "live" and server.samples > 5, 20, "live")
+        cut = time.monotonic()
+        cluster.cut(1)  # no FIN, no RST: the client hears silence
+        await wait_until(lambda: server.link == "offline", 15, "offline after the cut")
+        went_offline = time.monotonic() - cut
+        samples = server.samples
+        cluster.heal(1)
+        await wait_until(lambda: server.link == "live" and server.samples > samples, 30, "back")
+        assert went_offline >= 1.0  # the silence limit, not a fault of our own
+    finally:
+        await connection.stop()
+        task.cancel()

@@ -1,0 +1,153 @@
+"""NVML failing in every way it can, through the fake NVML the unit tests use: NotSupported,
+GpuIsLost, Unknown, and a call that never returns. The sampler outlives a hung call without
+stalling the other GPUs; a real agent keeps serving; the TUI shows each GPU's state."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from dltui.client.target import parse_target
+from dltui.protocol.messages import Ping, Pong, Sample, Subscribe
+from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.sampler import FAST_DEADLINE, Sampler
+from tests.conftest import ROOT, wait_for
+from tests.integration.test_agent_stream import collect_samples, connect
+from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
+
+FAKE_NVML = Path(__file__).parent / "fake_nvml"
+
+
+def hang(nvml: FakeNvml, name: str, gpu: FakeGpu) -> threading.Event:
+    """Make `name` block on `gpu` until the returned event is set."""
+    release = threading.Event()
+    original = getattr(nvml, name)
+
+    def call(handle, *args):
+        if handle is gpu:
+            release.wait(60)
+        return original(handle, *args)
+
+    setattr(nvml, name, call)
+    return release
+
+
+class Samples:
+    def __init__(self) -> None:
+        self.samples: list[Sample] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, sample: Sample) -> None:
+        self.samples.append(sample)
+
+
+def gpu_threads(name: str) -> int:
+    return sum(thread.name == name for thread in threading.enumerate())
+
+
+@pytest.mark.parametrize("call", ["nvmlDeviceGetPowerUsage", "nvmlDeviceGetPcieThroughput"])
+def test_a_hung_call_stalls_neither_the_other_gpu_nor_the_ticks(call):
+    """nvmlDeviceGetPowerUsage runs in the fast tick, the PCIe call in the slow thread."""
+    gpus = [FakeGpu(uuid="GPU-0", power_mw=100_000), FakeGpu(uuid="GPU-1", power_mw=200_000)]
+    nvml = FakeNvml(gpus)
+    release = hang(nvml, call, gpus[1])
+    collected = Samples()
+    sampler = Sampler(20, collected, gateway=NvmlGateway(nvml=nvml))
+    sampler.start()
+    try:
+
+        def hung_sample() -> Sample | None:
+            return next((s for s in reversed(collected.samples) if s.gpus[1].state == "error"),
+                        None)  # fmt: skip
+
+        first = wait_for(hung_sample, what="GPU 1 reported hung")
+        assert f"NVML {call} has not returned" in first.gpus[1].errors["nvml"]
+        wait_for(lambda: collected.samples[-1].mono - first.mono >= 1.0, what="a second more")
+        after = [s for s in collected.samples if s.mono >= first.mono]
+        assert len(after) >= 15  # 20 Hz, hung GPU and all
+        gaps = [b.mono - a.mono for a, b in itertools.pairwise(after)]
+        assert max(gaps) < 0.2, max(gaps)
+        assert all(s.gpus[0].state == "ok" and s.gpus[0].values["power"] == 100.0 for s in after)
+        assert [s.seq for s in after] == list(range(after[0].seq, after[0].seq + len(after)))
+        release.set()
+        wait_for(lambda: collected.samples[-1].gpus[1].state == "ok", what="GPU 1 back")
+        assert collected.samples[-1].gpus[1].values["power"] == 200.0
+        one_each = lambda: gpu_threads("dltui-sample-fast") == gpu_threads("dltui-sample-slow") == 1  # noqa: E731
+        wait_for(one_each, what="the stuck thread gone")
+    finally:
+        release.set()
+        sampler.stop()
+    assert nvml.calls["nvmlShutdown"] == 1
+    assert FAST_DEADLINE < 1.0
+
+
+def test_stop_leaves_nvml_open_under_a_thread_still_stuck_in_it():
+    gpus = [FakeGpu(uuid="GPU-0")]
+    nvml = FakeNvml(gpus)
+    release = hang(nvml, "nvmlDeviceGetTemperature", gpus[0])
+    collected = Samples()
+    sampler = Sampler(20, collected, gateway=NvmlGateway(nvml=nvml))
+    sampler.start()
+    wait_for(lambda: collected.samples and collected.samples[-1].gpus[0].state == "error")
+    sampler.stop(timeout=0.5)
+    assert nvml.calls["nvmlShutdown"] == 0  # shutting NVML down under a call could crash
+    release.set()
+
+
+FAULTS = {
+    "gpus": [
+        {"faults": {"nvmlDeviceGetPowerUsage": "NotSupported"}},
+        {"faults": {"nvmlDeviceGetUtilizationRates": "GpuIsLost"}},
+        {"faults": {"nvmlDeviceGetTemperature": "Unknown"}},
+        {"hangs": ["nvmlDeviceGetClockInfo"]},
+    ]
+}
+
+
+@pytest.fixture
+def faulty_agent(agent_factory, monkeypatch):
+    # The hanging call is one the inventory does not make: a hang while the agent starts
+    # (NVML's own start included) still holds the start up.
+    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
+    monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(FAULTS))
+    return agent_factory()
+
+
+async def test_an_agent_with_failing_gpus_keeps_serving(faulty_agent):
+    client, welcome = await connect(faulty_agent.address)
+    assert [gpu.uuid for gpu in welcome.inventory.gpus] == ["GPU-0", "GPU-1", "GPU-2", "GPU-3"]
+    await client.stream.send(Subscribe(1, 10.0))
+    samples = await collect_samples(client.stream, 2.0)
+    assert len(samples) >= 12
+    last = samples[-1].gpus
+    assert last[0].state == "ok" and "power" not in last[0].values and "temp" in last[0].values
+    assert last[1].state == "lost" and last[1].values == {}
+    assert last[2].state == "ok" and last[2].errors["temp"] == "Unknown Error"
+    assert last[2].values["power"] == 75.0
+    assert last[3].state == "error"
+    assert "NVML nvmlDeviceGetClockInfo has not returned" in last[3].errors["nvml"]
+    await client.stream.send(Ping(2, 7))
+    while not isinstance(message := await client.stream.receive(), Pong):
+        pass
+    assert message.token == 7
+    other, _ = await connect(faulty_agent.address)
+    await other.stream.send(Subscribe(1, 10.0))
+    assert len(await collect_samples(other.stream, 0.5)) >= 3
+    await other.close()
+    await client.close()
+
+
+async def test_the_tui_shows_each_gpus_state(faulty_agent):
+    from dltui.tui import create_app
+    from tests.tui.test_app import wait_for_text
+
+    app = create_app([parse_target(faulty_agent.address)])
+    async with app.run_test(size=(200, 60)) as pilot:
+        text = await wait_for_text(pilot, r"nvmlDeviceGetClockInfo has not returned", 20)
+        assert "lost: stopped answering NVML" in text
+        assert "temp: Unknown Error" in text
+        assert "error reading this GPU" in text

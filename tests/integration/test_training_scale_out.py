@@ -1,0 +1,96 @@
+"""One training run across two real agents on loopback (scale-out), as `dltui bench models
+--scale-out` runs it: baselines on the first server, then every server in one job — PyTorch DDP
+over Gloo, TensorFlow's MultiWorkerMirroredStrategy. If one server's part dies, the run stops
+on both and the error names that server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT, dltui_command, wait_for
+from tests.integration.test_scale_out import free_ports
+
+SMALL = ("--model", "googlenet", "--device", "cpu", "--image-size", "32", "--batch", "2",
+         "--warmup", "1", "--gpus", "1")  # fmt: skip
+
+
+def train_across(agents, *args: str) -> list[str]:
+    command = dltui_command("bench", "models", "--scale-out", *SMALL,
+                            "--rendezvous", f"127.0.0.1:{free_ports(2)}")  # fmt: skip
+    for agent in agents:
+        command += ["--agent", agent.address]
+    return command + list(args)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_one_training_run_across_two_agents(agent_factory, tmp_path, framework):
+    pytest.importorskip(framework)
+    first, second = agent_factory(), agent_factory()
+    out = tmp_path / "across.json"
+    command = train_across((first, second), "--framework", framework, "--steps", "4",
+                           "--json", str(out))  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    steps = [(job["step"], job["target"], job["state"]) for job in report["jobs"]]
+    assert steps == [
+        (f"baseline on {first.address}", first.address, "done"),
+        ("across 2 servers", first.address, "done"),
+        ("across 2 servers", second.address, "done"),
+    ]
+    models = report["models"]
+    assert [(m["gpus"], m["servers"], m["error"]) for m in models] == [
+        (1, 1, None),  # one process of the first server: the one-GPU and one-server baseline
+        (2, 2, None),  # both servers, reported once, by the server holding rank 0
+    ]
+    baseline, across = models
+    assert across["server"].endswith(first.address) and across["framework"] == framework
+    assert across["images_per_s"] == pytest.approx(2 * 2 * 4 / sum(across["step_times"]),
+                                                   rel=1e-3)  # fmt: skip
+    # Efficiency against one GPU and against one server (here the same run) is in the table.
+    expected = across["images_per_s"] / (2 * baseline["images_per_s"])
+    assert across["efficiency"]["vs_one_gpu"] == pytest.approx(expected)
+    assert across["efficiency"]["vs_one_server"] == pytest.approx(expected)
+    assert f"{expected * 100:.1f}%" in result.stdout
+
+
+def test_killing_one_servers_part_stops_the_run_on_both(agent_factory):
+    pytest.importorskip("torch")
+    first, second = agent_factory(), agent_factory()
+    command = train_across((first, second), "--no-baseline", "--steps", "10000",
+                           "--timeout", "120")  # fmt: skip
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=ROOT)  # fmt: skip
+    try:
+        # Once the second agent's rank is training, kill its worker and everything under it.
+        def training() -> bool:
+            ranks = psutil.Process(second.process.pid).children(recursive=True)
+            return any("dltui.bench.training.rank" in " ".join(p.cmdline()) for p in ranks)
+
+        wait_for(training, timeout=90, what="the second agent's rank")
+        for process in psutil.Process(second.process.pid).children(recursive=True):
+            process.kill()
+        stderr = run.communicate(timeout=120)[1]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1
+    stderr = stderr.replace(socket.gethostname(), "host")
+    assert "the run across servers stopped: " in stderr
+    assert f"host@{second.address} failed: the worker was killed by SIGKILL" in stderr
+    for agent in (first, second):  # neither agent is left running a part of it
+        wait_for(lambda a=agent: not psutil.Process(a.process.pid).children(), timeout=30)
+        assert agent.process.poll() is None
+
+
+def test_a_sweep_is_refused_across_servers(agent_factory):
+    command = dltui_command("bench", "models", "--scale-out", "--gpus", "1,2",
+                            "--agent", "127.0.0.1:9", "--agent", "127.0.0.1:10")  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 2
+    assert "one GPU count per server" in result.stderr

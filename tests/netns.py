@@ -1,0 +1,72 @@
+"""Separate test hosts on this machine: agents/netns-cluster.sh driven from a test.
+
+Each cluster gets a prefix and a subnet of its own (from the test process's pid), so test runs
+on one machine at once do not meet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, wait_for
+
+SCRIPT = ROOT / "agents" / "netns-cluster.sh"
+PORT = 7070
+
+
+def unavailable() -> str | None:
+    """Why network namespaces cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "iproute2 (ip) is not installed; .ci/run installs it"
+    probe = f"dltui-probe-{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"ip netns add does not work here: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], check=False)
+    return None
+
+
+class Cluster:
+    def __init__(self, hosts: int, run_dir: Path) -> None:
+        self.hosts = hosts
+        tag = os.getpid() % 10_000
+        self.env = os.environ | {
+            "PREFIX": f"dlt{tag}",
+            "SUBNET": f"198.18.{tag % 250}",
+            "PORT": str(PORT),
+            "DLTUI": f"{sys.executable} -m dltui",
+            "RUN_DIR": str(run_dir),
+        }
+        self.run_dir = run_dir
+        self._script("up", str(hosts))
+
+    def _script(self, *args: str) -> None:
+        subprocess.run([str(SCRIPT), *args], check=True, env=self.env, cwd=ROOT, timeout=60)
+
+    def address(self, host: int) -> str:
+        return f"{self.env['SUBNET']}.{10 + host}:{PORT}"
+
+    def log(self, host: int) -> str:
+        path = self.run_dir / f"agent-{host}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def start_agents(self, *args: str) -> None:
+        self._script("start", str(self.hosts), *args)
+        for host in range(1, self.hosts + 1):
+            wait_for(lambda host=host: "listening on" in self.log(host), timeout=30,
+                     what=f"the agent on host {host}: {self.log(host)}")  # fmt: skip
+
+    def cut(self, host: int) -> None:
+        self._script("cut", str(host))
+
+    def heal(self, host: int) -> None:
+        self._script("heal", str(host))
+
+    def down(self) -> None:
+        self._script("down", str(self.hosts))

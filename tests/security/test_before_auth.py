@@ -1,0 +1,202 @@
+"""What an agent refuses: every message type before authentication (the table is built from
+MESSAGE_TYPES, so a type added later is covered without anyone remembering to), commands
+replayed or out of order, and a guesser, who is slowed down."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, Union
+
+import pytest
+
+from dltui.protocol.auth import load_secret
+from dltui.protocol.errors import AuthError
+from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.messages import (
+    MESSAGE_TYPES,
+    Auth,
+    Error,
+    JobEnd,
+    KernelPlan,
+    Ping,
+    Pong,
+    Run,
+    Subscribe,
+    from_wire,
+    to_wire,
+)
+from tests.conftest import start_agent
+from tests.integration.test_agent_stream import collect_samples, connect
+
+_SCALARS: dict[Any, Any] = {int: 1, float: 1.0, str: "x", bytes: b"x" * 32, bool: True}
+
+
+def example(hint: Any) -> Any:
+    """A valid value for a type hint, as it would be on the wire."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return example(next(a for a in typing.get_args(hint) if a is not type(None)))
+    if origin is Literal:
+        return typing.get_args(hint)[0]
+    if origin is list:
+        return [example(typing.get_args(hint)[0])]
+    if origin is dict:
+        return {"k": example(typing.get_args(hint)[1])}
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return {f.name: example(hints[f.name]) for f in dataclasses.fields(hint)}
+    return _SCALARS[hint]
+
+
+def example_frame(name: str) -> bytes:
+    wire = {"type": name, **example(MESSAGE_TYPES[name])}
+    from_wire(wire)  # the example itself is a valid message
+    return encode_frame(wire)
+
+
+@pytest.fixture(scope="module", params=["secret", "no secret"])
+def guarded(request, tmp_path_factory):
+    """An agent with or without a secret, shared by the table; (agent, its secret)."""
+    args: tuple[str, ...] = ()
+    secret = None
+    if request.param == "secret":
+        path = tmp_path_factory.mktemp("secret") / "secret"
+        path.write_text("a-test-secret-of-enough-length\n")
+        path.chmod(0o600)
+        args, secret = ("--secret-file", str(path)), load_secret(path)
+    agent = start_agent(*args)
+    yield agent, secret
+    agent.process.kill()
+    agent.process.wait()
+
+
+async def frames_after(port: int, payload: bytes) -> list[dict]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(payload)
+    await writer.drain()
+    decoder, frames = FrameDecoder(), []
+    while data := await asyncio.wait_for(reader.read(65536), 15):
+        frames += decoder.feed(data)
+    writer.close()
+    return frames
+
+
+@pytest.mark.parametrize("name", sorted(set(MESSAGE_TYPES) - {"auth"}))
+async def test_every_message_type_is_refused_before_auth(guarded, name):
+    agent, _ = guarded
+    frames = await frames_after(agent.port, example_frame(name))
+    assert [f["type"] for f in frames] == ["hello", "error"], frames
+    assert frames[1]["code"] == "auth_failed"
+    assert frames[1]["message"] == f"expected auth, got {name}"
+    assert agent.process.poll() is None
+
+
+async def test_the_agent_still_serves_after_the_table(guarded):
+    agent, secret = guarded
+    client, _ = await connect(agent.address, secret)
+    await client.stream.send(Subscribe(1, 10.0))
+    assert len(await collect_samples(client.stream, 0.5)) >= 3
+    await client.close()
+
+
+async def next_of(stream, kind):
+    while not isinstance(message := await asyncio.wait_for(stream.receive(), 15), kind):
+        pass
+    return message
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "words"),
+    [
+        (Ping(5, 1), Ping(3, 2), "command sequence 3 after 5: refused"),
+        (Ping(5, 1), Ping(5, 2), "command sequence 5 after 5: refused"),
+    ],
+    ids=["reordered", "replayed"],
+)
+async def test_commands_out_of_sequence_are_refused(agent_factory, first, then, words):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    await client.stream.send(first)
+    assert isinstance(await next_of(client.stream, Pong), Pong)
+    await client.stream.send(then)
+    error = await next_of(client.stream, Error)
+    assert error.code == "protocol" and error.message == words
+    with pytest.raises(EOFError):
+        await client.stream.receive()
+    await client.close()
+
+
+async def test_a_replayed_run_runs_nothing(agent_factory):
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    refused = Run(2, "job-1", KernelPlan(shape_set="no-such-set"))
+    await client.stream.send(refused)
+    end = await next_of(client.stream, JobEnd)
+    assert end.job == "job-1" and end.state == "refused"
+    await client.stream.send(refused)
+    error = await next_of(client.stream, Error)
+    assert "sequence 2 after 2" in error.message
+    await client.close()
+
+
+async def test_a_command_without_a_sequence_number_is_refused(agent_factory):
+    agent = agent_factory()
+    frames = await frames_after(
+        agent.port, encode_frame(to_wire(Auth(1, "t", b"n" * 32)))
+        + encode_frame({"type": "ping", "token": 1})
+    )  # fmt: skip
+    assert [f["type"] for f in frames] == ["hello", "welcome", "error"]
+    assert "seq" in frames[-1]["message"]
+
+
+async def test_guessers_are_slowed_down_one_attempt_at_a_time(agent_factory, secret_file):
+    agent = agent_factory("--secret-file", str(secret_file))
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+
+    async def wrong_guess() -> float:
+        with pytest.raises(AuthError, match="wrong secret"):
+            await connect(agent.address, b"a-wrong-guess-of-enough-length")
+        return loop.time() - began
+
+    # Four at once gain nothing: their turns come one after another, each failure pausing
+    # 0.1, 0.2, 0.4, 0.8 s before the next.
+    refused_at = sorted(await asyncio.gather(*(wrong_guess() for _ in range(4))))
+    for when, floor in zip(refused_at, (0.1, 0.3, 0.7, 1.5), strict=True):
+        assert when >= floor, refused_at
+    client, welcome = await connect(agent.address, load_secret(secret_file))
+    assert welcome.proof is not None
+    await client.close()
+    await wrong_guess()  # counted from one again: the right secret cleared the count
+    failures = [line for line in agent.log if "authentication failed" in line]
+    assert [line.rsplit("(", 1)[1] for line in failures] == [
+        "1 in a row)", "2 in a row)", "3 in a row)", "4 in a row)", "1 in a row)",
+    ]  # fmt: skip
+
+
+async def test_connections_past_the_limit_are_told_the_agent_is_busy(agent_factory):
+    from dltui.agent.server import MAX_SESSIONS
+
+    agent = agent_factory()
+    held = [await asyncio.open_connection("127.0.0.1", agent.port) for _ in range(MAX_SESSIONS)]
+    try:
+        for reader, _ in held:  # each is a session now: its hello has come
+            assert (await asyncio.wait_for(reader.read(4), 15))[:4]
+        frames = await frames_after(agent.port, b"")
+        assert [(f["type"], f.get("code")) for f in frames] == [("error", "busy")]
+    finally:
+        for _, writer in held:
+            writer.close()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 15
+    while True:  # room again once the agent has seen them go
+        try:
+            client, _ = await connect(agent.address)
+            break
+        except AuthError as exc:
+            assert "clients already" in str(exc) and loop.time() < deadline
+            await asyncio.sleep(0.05)
+    await client.close()

@@ -1,0 +1,118 @@
+"""The launcher driven by Pilot against a real local agent: a run started from it reaches the
+agent, shows a bar per server, and its results land in the results view."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from textual.widgets import Input, RadioButton, SelectionList
+
+from dltui.client.target import parse_target
+from dltui.tui import create_app
+from dltui.tui.screens.export import ExportScreen
+from dltui.tui.screens.launcher import LauncherScreen
+from dltui.tui.screens.results import ResultsScreen
+from tests.tui.test_app import wait_for_text, wait_until
+
+pytest.importorskip("torch")
+
+LIVE = r"│ cpu [^\n│]* \d+% │"
+
+
+def choose_plan(screen: LauncherScreen, key: str) -> None:
+    (button,) = [b for b in screen.query(RadioButton) if b.name == key]
+    button.value = True
+
+
+async def open_launcher(pilot) -> LauncherScreen:
+    await wait_for_text(pilot, LIVE, timeout=30)
+    await pilot.press("b")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, LauncherScreen))
+    return pilot.app.screen
+
+
+async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tmp_path) -> None:
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        launcher = await open_launcher(pilot)
+        servers = launcher.query_one("#servers", SelectionList)
+        assert servers.selected == ["local"]  # the live server, chosen already
+        choose_plan(launcher, "smoke")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.bench_run is not None)
+        run = app.bench_run
+        assert run is not None and run.members == app.connections
+        await wait_for_text(pilot, r"━+", timeout=30)  # a progress bar for the server
+        await wait_until(pilot, lambda: run.state != "running", timeout=90)
+        assert run.state == "done", run.failures
+        text = await wait_for_text(pilot, r"Smoke test · done")
+        assert socket.gethostname()[:20] in text
+        (job,) = app.fleet.servers["local"].jobs.values()
+        assert job.state == "done" and len(job.results) == job.total == 19
+
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        text = await wait_for_text(pilot, r"gemm 64x64x64 NN fwd fp32\s+[\d.]+ [GT]FLOP/s")
+        assert "rnn lstm h64 n4 t8 fwd+bwd fp32" in text
+        results = app.screen
+        assert results.comparison.columns == [socket.gethostname()]
+
+        # Export what is shown, to a name the user types; a second time the file exists.
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen))
+        box = app.screen.query_one(Input)
+        box.value = str(tmp_path / "smoke.json")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        records = json.loads((tmp_path / "smoke.json").read_text())
+        assert len(records) == 19 and {r["kind"] for r in records} == {"gemm", "conv", "rnn"}
+        assert all(r["column"] == socket.gethostname() and r["device"] == "cpu" for r in records)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen))
+        app.screen.query_one(Input).value = str(tmp_path / "smoke.json")
+        await pilot.press("enter")
+        text = await wait_for_text(pilot, "exists; choose another name")
+        assert isinstance(app.screen, ExportScreen)
+
+
+async def test_a_bad_choice_says_why_and_keeps_the_form(tmp_path) -> None:
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        launcher = await open_launcher(pilot)
+        choose_plan(launcher, "scale_out")
+        await pilot.press("s")
+        await wait_for_text(pilot, "needs at least two agents")
+        assert app.bench_run is None
+
+        bad = tmp_path / "bad.toml"
+        bad.write_text("[kernels]\nset = 'enormous'\n")
+        launcher.query_one("#plan-file", Input).value = str(bad)
+        await pilot.pause()
+        assert launcher.choice().plan == "file"  # typing a file name chose the file
+        await pilot.press("s")
+        await wait_for_text(pilot, "unknown shape set 'enormous'")
+        launcher.query_one("#plan-file", Input).value = str(tmp_path / "missing.toml")
+        await pilot.press("s")
+        await wait_for_text(pilot, "cannot read plan")
+        assert app.bench_run is None and launcher.query_one("#form").display
+
+
+async def test_x_cancels_a_run_on_the_agent() -> None:
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        launcher = await open_launcher(pilot)
+        choose_plan(launcher, "full")  # an hour on this CPU: it is still running when cancelled
+        launcher.query_one("#device").value = "cpu"
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.bench_run is not None and app.bench_run.jobs())
+        server = app.fleet.servers["local"]
+        await wait_until(pilot, lambda: server.latest_job is not None, timeout=30)
+        await pilot.press("x")
+        run = app.bench_run
+        await wait_until(pilot, lambda: run.state == "cancelled", timeout=30)
+        assert server.latest_job.state == "cancelled"
+        await wait_for_text(pilot, r"DeepBench full · cancelled")
+        text = await wait_for_text(pilot, "n New run")  # the key for what can be done next
+        assert "Cancel run" not in text  # and none for what cannot

@@ -1,0 +1,119 @@
+"""The results view, the detail screen, the filter and the theme, driven by Pilot from the real
+recordings and from frames an agent would send."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from dltui.fleet.compare import REFERENCE
+from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample
+from dltui.tui import create_app
+from dltui.tui.replay_app import create_replay_app
+from dltui.tui.screens.detail import DetailScreen
+from dltui.tui.screens.results import ResultsScreen
+from dltui.tui.widgets.server_strip import ServerStrip
+from tests.tui.test_app import gpu_box_messages, screen_text, wait_for_text, wait_until
+from tests.tui.test_replay_app import FIXTURES
+
+H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
+
+
+async def replayed_to_the_end(pilot) -> None:
+    app = pilot.app
+    app.replay.playing = False
+    app.replay.seek(app.replay.length)
+    await wait_for_text(pilot, r"job \w+ · done")
+
+
+async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> None:
+    app = create_replay_app([H200, CPU])
+    async with app.run_test(size=(170, 40)) as pilot:
+        await replayed_to_the_end(pilot)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        results = app.screen
+        text = await wait_for_text(pilot, r"h200x2-kernels +cpu-kernels")
+        # Against DeepBench's V100 figure, which the result carries.
+        assert re.search(r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s 2.34×", text)
+        assert results.baseline == REFERENCE
+
+        await pilot.press("b")  # the first server is the baseline: its own column has no ratio
+        text = await wait_for_text(pilot, "ratio to h200x2-kernels")
+        assert "◆ h200x2-kernels" in text
+        assert re.search(r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s *\n", text)
+
+        await pilot.press("m")  # per watt, from the telemetry of each case's phase
+        text = await wait_for_text(pilot, "per watt")
+        assert re.search(r"gemm 8448x48000x2816 TN fwd bf16 +1.\d\d\d TFLOP/s/W", text)
+
+        await pilot.press("m", "m")  # back to throughput; sort by the H200's column
+        await pilot.press("right", "s")
+        text = await wait_for_text(pilot, "h200x2-kernels ▼")
+        rows = [line for line in text.splitlines() if "TFLOP/s" in line or "GB/s" in line]
+        assert rows[0].startswith(" gemm 2560x7000x2560 TN fwd bf16")  # 740 TFLOP/s, the top
+
+        await pilot.press("p")
+        text = await wait_for_text(pilot, r"allreduce 64500000 floats ×2 allreduce fp32")
+        row = next(line for line in text.splitlines() if "64500000" in line)
+        assert re.search(r"98% .* 519 W .* 529.7 GB/s", row)  # NVLink carried it
+
+
+async def test_detail_shows_every_gpu_its_processes_and_throttle_reasons_in_words() -> None:
+    app = create_app([])
+    now = time.time()
+    async with app.run_test(size=(120, 60)) as pilot:
+        for message in gpu_box_messages(now):
+            app.fleet.apply("gpubox:7070", message)
+        processes = [GpuProcess(4242, 70 * 2**30, "python3"), GpuProcess(77)]
+        busy = GpuSample(0, "ok", {"util_gpu": 99.0, "throttle": 0x4 | 0x40}, processes=processes)
+        host = HostSample({"cpu": 12.0})
+        app.fleet.apply("gpubox:7070", Sample(31, now + 3.1, 4.1, host, [busy]))
+        await wait_for_text(pilot, "gpubox")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        text = await wait_for_text(pilot, "processes \\(2\\)")
+        assert re.search(r"4242 python3 +70.0 GiB", text)
+        assert re.search(r"77 \? +–", text)
+        assert "software power cap — drawing its power limit" in text
+        assert "hardware thermal slowdown — too hot" in text
+        assert "GPU 1 · NVIDIA H200" in text and "lost" in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, DetailScreen))
+
+
+async def test_filter_by_name_and_the_light_theme() -> None:
+    app = create_app([])
+    async with app.run_test(size=(120, 30)) as pilot:
+        for name in ("gpu-01:7070", "gpu-02:7070", "cpu-01:7070"):
+            app.fleet.add(name)
+        await wait_for_text(pilot, "cpu-01:7070")
+        await pilot.press("slash")
+        await pilot.press(*"gpu")
+        await wait_until(pilot, lambda: "filter 'gpu': 2 shown" in app.sub_title)
+        text = screen_text(app)
+        assert "gpu-01:7070" in text and "gpu-02:7070" in text and "cpu-01:7070" not in text
+        await pilot.press("escape")  # clears it
+        await wait_for_text(pilot, "cpu-01:7070")
+        await wait_until(pilot, lambda: "filter" not in app.sub_title)
+
+        assert app.theme == "textual-dark"
+        await pilot.press("t")
+        assert app.theme == "textual-light"
+
+
+async def test_many_servers_lay_out_only_the_panels_near_the_view() -> None:
+    app = create_app([])
+    now = time.time()
+    async with app.run_test(size=(120, 30)) as pilot:
+        for n in range(64):
+            for message in gpu_box_messages(now)[:3]:
+                app.fleet.apply(f"gpu-{n:02d}:7070", message)
+        strip = app.query_one(ServerStrip)
+        laid_out = lambda: [i for i, c in enumerate(strip.columns) if c.body.display]  # noqa: E731
+        # This page of three columns and the next.
+        await wait_until(pilot, lambda: len(strip.columns) == 64 and laid_out() == [*range(6)])
+        assert "64 servers · 64 live" in app.sub_title
+        await pilot.press("end")
+        await wait_until(pilot, lambda: 63 in laid_out() and 0 not in laid_out())
+        await wait_for_text(pilot, "gpu-63:7070")

@@ -1,0 +1,60 @@
+"""Results side by side, from the real recordings: rows, columns, ratios, export."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from dltui.fleet.compare import REFERENCE, ExportError, build, export
+from dltui.fleet.state import Fleet
+from dltui.recording.replay import ReplaySet, load_tracks
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    replay = ReplaySet(load_tracks([FIXTURES / "h200x2-kernels.dlrec",
+                                    FIXTURES / "cpu-kernels.dlrec"]), Fleet())  # fmt: skip
+    replay.seek(replay.length)
+    return build(replay.fleet)
+
+
+def test_a_column_per_server_named_by_what_tells_them_apart(comparison) -> None:
+    # Both recorded hosts are called "vm": the recordings' names tell them apart.
+    assert comparison.columns == ["h200x2-kernels", "cpu-kernels"]
+    assert len(comparison.rows) == 17 + 6
+
+
+def test_ratios_to_the_reference_and_to_another_column(comparison) -> None:
+    row = next(r for r in comparison.rows if r.label == "gemm 5124x9124x1760 NN fwd bf16")
+    assert row.ratio("h200x2-kernels", REFERENCE, "rate") == pytest.approx(2.339, abs=1e-3)
+    assert row.ratio("h200x2-kernels", "h200x2-kernels", "rate") is None  # the baseline itself
+    assert row.ratio("h200x2-kernels", "cpu-kernels", "rate") is None  # the CPU never ran it
+    cell = row.cells["h200x2-kernels"]
+    assert cell.phase is not None and cell.phase.gpus() == {0}  # it ran on cuda:0
+    assert cell.value("per_watt") == pytest.approx(220.74 / cell.phase.watts, rel=1e-3)
+
+
+def test_sorting_by_a_column_puts_missing_figures_last(comparison) -> None:
+    rows = comparison.sorted_rows("h200x2-kernels", "rate", descending=True)
+    assert rows[0].label == "gemm 2560x7000x2560 TN fwd bf16"
+    assert all("h200x2-kernels" not in row.cells for row in rows[17:])
+
+
+def test_export_csv_and_json_and_never_overwrite(comparison, tmp_path: Path) -> None:
+    written = export(comparison, "h200x2-kernels", tmp_path / "r.csv")
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert written == len(rows) == 23 and rows[0]["baseline"] == "h200x2-kernels"
+    assert export(comparison, REFERENCE, tmp_path / "r.json") == 23
+    records = json.loads((tmp_path / "r.json").read_text())
+    allreduce = next(r for r in records if r["shape"] == "64500000 floats ×2")
+    assert allreduce["nvlink_tx"] == pytest.approx(529.7e9, rel=1e-3)
+    with pytest.raises(ExportError, match="exists"):
+        export(comparison, REFERENCE, tmp_path / "r.csv")
+    with pytest.raises(ExportError, match=r"\.csv or a \.json"):
+        export(comparison, REFERENCE, tmp_path / "r.xlsx")
+    assert not (tmp_path / "r.xlsx").exists()

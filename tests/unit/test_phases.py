@@ -1,0 +1,83 @@
+"""Benchmark phases from frames: where a case starts and ends, and the telemetry inside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from dltui.fleet.phases import PhaseTracker
+from dltui.fleet.state import Fleet
+from dltui.protocol.messages import (
+    GpuSample,
+    HostSample,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelResult,
+    ModelResult,
+    Sample,
+)
+
+GEMM = KernelResult("gemm", "torch", "cuda:1", "bf16", "fwd", "4096x4096x4096 NN", tflops=600.0)
+
+
+def sample(t: float, power: tuple[float, float], energy: tuple[float, float] | None = None):
+    gpus = []
+    for index, watts in enumerate(power):
+        values = {"power": watts, "util_gpu": 100.0 if watts > 100 else 0.0, "pcie_tx": 1e9}
+        if energy is not None:
+            values["energy"] = energy[index]
+        gpus.append(GpuSample(index, "ok", values))
+    return Sample(0, t, t, HostSample({}), gpus)
+
+
+def test_a_case_runs_from_a_new_done_to_its_result_over_the_gpu_it_used() -> None:
+    tracker = PhaseTracker()
+    tracker.observe("a", sample(0.0, (70, 70)), 0.0)
+    started = tracker.observe("a", JobProgress("j", 0, 2, "gemm 4096"), 0.5)
+    assert started is not None and started.start == 0.5 and started.case == 0
+    for t in (0.6, 0.7, 0.8):
+        tracker.observe("a", sample(t, (70, 600)), t)
+    # A progress frame with the same `done` (a training run's fraction) starts nothing.
+    assert tracker.observe("a", JobProgress("j", 0, 2, "gemm 4096", fraction=0.5), 0.8) is None
+    tracker.observe("a", JobResult("j", GEMM), 0.9)
+    tracker.observe("a", sample(1.0, (70, 70)), 1.0)  # after the case: not in it
+    (phase,) = tracker.finished()
+    assert (phase.start, phase.end, phase.result) == (0.5, 0.9, GEMM)
+    assert phase.gpus() == {1}  # cuda:1 ran it; GPU 0 idled beside it
+    assert phase.telemetry == {"power": 600.0, "util_gpu": 100.0, "pcie_tx": 1e9}
+    assert phase.per_watt == pytest.approx(1.0)
+
+
+def test_energy_counter_gives_the_power_of_a_long_phase() -> None:
+    tracker = PhaseTracker()
+    tracker.observe("a", JobProgress("j", 0, 1, "resnet50"), 0.0)
+    # The counter moves every 5 s; sampled power reads high, the energy says 500 W a GPU.
+    for t, energy in ((0.0, 0.0), (4.9, 0.0), (5.0, 2500.0), (9.9, 2500.0), (10.0, 5000.0)):
+        tracker.observe("a", sample(t, (650, 650), (energy, energy)), t)
+    model = ModelResult("resnet50", "torch", "cuda", "bf16", gpus=2, batch=256, images_per_s=5000)
+    tracker.observe("a", JobResult("j", model=model), 10.5)
+    (phase,) = tracker.finished()
+    assert phase.telemetry["energy_power"] == pytest.approx(1000.0)
+    assert phase.telemetry["power"] == pytest.approx(1300.0)
+    assert phase.per_watt == pytest.approx(5.0)  # images/s per W, from the energy
+
+
+def test_a_job_that_ends_without_a_result_closes_its_case_unfinished() -> None:
+    tracker = PhaseTracker()
+    tracker.observe("a", JobProgress("j", 0, 3, "gemm"), 1.0)
+    tracker.observe("b", JobProgress("k", 0, 3, "gemm"), 1.0)
+    tracker.observe("a", JobEnd("j", "cancelled"), 2.0)
+    assert tracker.phases[0].end == 2.0 and tracker.phases[0].result is None
+    assert list(tracker.open) == ["b"] and tracker.finished() == []
+
+
+def test_the_fleet_puts_phases_on_each_servers_sample_timeline() -> None:
+    fleet = Fleet()
+    fleet.apply("a", sample(100.0, (70, 70)))
+    fleet.apply("a", JobProgress("j", 0, 1, "gemm"))
+    fleet.apply("a", sample(100.1, (70, 600)))
+    fleet.apply("a", JobResult("j", GEMM))
+    (phase,) = fleet.servers["a"].phases
+    assert (phase.start, phase.end) == (100.0, 100.1)
+    fleet.reset()
+    assert fleet.servers["a"].phases == [] and fleet.phases.phases == []
