@@ -61,7 +61,7 @@ class Track:
         index = self.timeline.stretch_at(time - WINDOW_S)
         state, counts = self.timeline.state(index)
         for record in state:
-            fleet.apply(self.server(record.source), record.message)
+            fleet.apply(self.server(record.source), record.message, record.received)
         for source, count in counts.items():
             fleet.add(self.server(source)).samples += count
         self._records = self.timeline.records(index)
@@ -74,7 +74,7 @@ class Track:
         while self._next is not None and max(self._latest, self._next.received) <= time:
             record = self._next
             self._latest = max(self._latest, record.received)
-            fleet.apply(self.server(record.source), record.message)
+            fleet.apply(self.server(record.source), record.message, record.received)
             self._next = next(self._records, None)
 
 

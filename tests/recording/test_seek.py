@@ -48,6 +48,8 @@ def view(server: ServerView, since: float) -> dict:
         "now": (server.cpu_per_core, {i: (g.state, g.errors) for i, g in server.gpus.items()}),
         "jobs": server.jobs,
         "series": series,
+        "phases": [(p.job, p.case, p.label, p.start, p.end, p.result) for p in server.phases],
+        "phase telemetry": [p.telemetry for p in server.phases if p.start >= since],
     }
 
 
