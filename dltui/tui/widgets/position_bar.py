@@ -45,7 +45,7 @@ class PositionBar(Widget):
                  for start in replay.case_starts()} if replay.length else set()  # fmt: skip
         runs: list[tuple[str, str]] = []
         for cell in range(width):
-            mark, style = (("╹", "$warning") if cell in cases else ("█", "$accent")
+            mark, style = (("╹", "$text") if cell in cases else ("█", "$accent")
                            if cell < filled else ("·", "$text-muted"))  # fmt: skip
             if runs and runs[-1][1] == style:
                 runs[-1] = (runs[-1][0] + mark, style)
