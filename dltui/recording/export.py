@@ -67,7 +67,6 @@ def _model_row(model: ModelResult) -> dict:
     """A training run as one row: its step times go to the `steps` table."""
     plain = to_plain(model)
     del plain["step_times"]
-    plain["steps_timed"] = len(model.step_times)
     return plain
 
 
