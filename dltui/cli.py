@@ -423,10 +423,11 @@ def _run_export(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        telemetry, results = export(args.files, args.format, args.output)
+        rows = export(args.files, args.format, args.output)
     except (RecordingError, ExportError) as exc:
         parser.error(str(exc))
-    print(f"dltui export: {telemetry} telemetry rows, {results} results → {args.output}")
+    print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
+          f"{rows['models']} training runs ({rows['steps']} steps) → {args.output}")  # fmt: skip
     return 0
 
 

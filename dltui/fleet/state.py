@@ -157,7 +157,9 @@ class Fleet:
             self.version += 1
         return server
 
-    def apply(self, source: str, message: Message) -> None:
+    def apply(self, source: str, message: Message, received: float | None = None) -> None:
+        """Take one frame. A replay gives the time it was `received`, which then places the
+        benchmark phases (a seek applies old frames before any sample)."""
         server = self.add(source)
         if isinstance(message, Sample):
             server.apply_sample(message)
@@ -192,7 +194,7 @@ class Fleet:
         elif isinstance(message, Error):
             server.last_error = f"{message.code}: {message.message}"
         # On the server's own timeline: a phase marker falls where its samples are drawn.
-        when = server.last_sample_time
+        when = received if received is not None else server.last_sample_time
         started = self.phases.observe(source, message, time.time() if when is None else when)
         if started is not None:
             server.phases.append(started)

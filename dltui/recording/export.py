@@ -1,8 +1,10 @@
 """`dltui export`: a recording's telemetry and benchmark results as tidy tables.
 
 Telemetry is long-form, one row per value (recording, server, time, scope, gpu, field, value):
-the shape pandas, R and spreadsheets pivot from. Results are one row per timed case. CSV and
-Parquet write the two tables to a directory; JSON writes one document.
+the shape pandas, R and spreadsheets pivot from. Kernel results are one row per timed case;
+training runs one row per run in `models` (with the scaling efficiency derived from the runs
+beside it), and their per-step times long-form in `steps`, one row per step. CSV and Parquet
+write one file per table to a directory; JSON writes one document with a key per table.
 """
 
 from __future__ import annotations
@@ -13,41 +15,66 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from dltui.protocol.messages import JobResult, Sample, Welcome, to_plain
+from dltui.bench.scaling import scaling
+from dltui.protocol.messages import JobResult, ModelResult, Sample, Welcome, to_plain
 from dltui.recording.reader import RecordingReader
 
 TELEMETRY_COLUMNS = ("recording", "server", "hostname", "time", "elapsed", "scope", "gpu",
                      "field", "value")  # fmt: skip
+STEP_COLUMNS = ("recording", "server", "job", "model", "gpus", "servers", "step", "seconds")
 FORMATS = ("csv", "json", "parquet")
+TABLES = ("telemetry", "results", "models", "steps")
 
 
 class ExportError(Exception):
     pass
 
 
-def tables(path: Path) -> tuple[list[dict], list[dict]]:
-    """(telemetry rows, result rows) of one recording."""
+def tables(path: Path) -> dict[str, list[dict]]:
+    """The tables (TABLES) of one recording."""
     reader = RecordingReader(path)
-    telemetry: list[dict] = []
-    results: list[dict] = []
+    found: dict[str, list[dict]] = {name: [] for name in TABLES}
+    runs: list[tuple[str, ModelResult]] = []
     hostnames: dict[str, str] = {}
     for record in reader:
-        message = record.message
+        message, server = record.message, record.source
         if isinstance(message, Welcome):
-            hostnames[record.source] = message.inventory.hostname
+            hostnames[server] = message.inventory.hostname
         elif isinstance(message, Sample):
-            telemetry.extend(_sample_rows(path.stem, record.source, hostnames, message,
-                                          reader.header.started))  # fmt: skip
-        elif isinstance(message, JobResult) and message.result is not None:
-            row = {"recording": path.stem, "server": record.source,
-                   "hostname": hostnames.get(record.source, ""), "job": message.job,
+            found["telemetry"].extend(_sample_rows(path.stem, server, hostnames, message,
+                                                   reader.header.started))  # fmt: skip
+        elif isinstance(message, JobResult):
+            row = {"recording": path.stem, "server": server,
+                   "hostname": hostnames.get(server, ""), "job": message.job,
                    "received": record.received}  # fmt: skip
-            plain = to_plain(message.result)
-            plain["params"] = json.dumps(plain["params"], sort_keys=True)
-            results.append(row | plain)
+            if message.result is not None:
+                plain = to_plain(message.result)
+                plain["params"] = json.dumps(plain["params"], sort_keys=True)
+                found["results"].append(row | plain)
+            if message.model is not None:
+                runs.append((server, message.model))
+                found["models"].append(row | _model_row(message.model))
+                found["steps"].extend(_step_rows(path.stem, server, message.job, message.model))
+    for row, efficiency in zip(found["models"], scaling(runs), strict=True):
+        row["efficiency_vs_one_gpu"] = efficiency.vs_one_gpu
+        row["efficiency_vs_one_server"] = efficiency.vs_one_server
     if note := reader.damage_report():
         print(f"dltui export: {note}", file=sys.stderr)
-    return telemetry, results
+    return found
+
+
+def _model_row(model: ModelResult) -> dict:
+    """A training run as one row: its step times go to the `steps` table."""
+    plain = to_plain(model)
+    del plain["step_times"]
+    return plain
+
+
+def _step_rows(recording: str, server: str, job: str, model: ModelResult) -> Iterator[dict]:
+    for step, seconds in enumerate(model.step_times):
+        yield {"recording": recording, "server": server, "job": job, "model": model.model,
+               "gpus": model.gpus, "servers": model.servers, "step": step,
+               "seconds": seconds}  # fmt: skip
 
 
 def _sample_rows(
@@ -62,32 +89,33 @@ def _sample_rows(
             yield base | {"scope": "gpu", "gpu": gpu.index, "field": name, "value": value}
 
 
-def export(paths: list[Path], fmt: str, out: Path) -> tuple[int, int]:
-    """Write the tables of every recording; returns (telemetry rows, result rows)."""
-    telemetry: list[dict] = []
-    results: list[dict] = []
+def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
+    """Write the tables of every recording; returns the rows of each table."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    found: dict[str, list[dict]] = {name: [] for name in TABLES}
     for path in paths:
-        rows, found = tables(path)
-        telemetry += rows
-        results += found
+        for name, rows in tables(path).items():
+            found[name] += rows
     if fmt == "json":
-        out.write_text(json.dumps({"telemetry": telemetry, "results": results}) + "\n")
+        out.write_text(json.dumps(found) + "\n")
     elif fmt == "csv":
         out.mkdir(parents=True, exist_ok=True)
-        _write_csv(out / "telemetry.csv", telemetry, TELEMETRY_COLUMNS)
-        _write_csv(out / "results.csv", results, tuple(results[0]) if results else ("job",))
-    elif fmt == "parquet":
+        _write_csv(out / "telemetry.csv", found["telemetry"], TELEMETRY_COLUMNS)
+        _write_csv(out / "steps.csv", found["steps"], STEP_COLUMNS)
+        for name in ("results", "models"):
+            rows = found[name]
+            _write_csv(out / f"{name}.csv", rows, tuple(rows[0]) if rows else ("job",))
+    else:
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError as exc:
             raise ExportError("Parquet needs pyarrow: pip install pyarrow") from exc
         out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(telemetry), out / "telemetry.parquet")
-        pq.write_table(pa.Table.from_pylist(results), out / "results.parquet")
-    else:
-        raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    return len(telemetry), len(results)
+        for name, rows in found.items():
+            pq.write_table(pa.Table.from_pylist(rows), out / f"{name}.parquet")
+    return {name: len(rows) for name, rows in found.items()}
 
 
 def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:

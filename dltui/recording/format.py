@@ -1,10 +1,12 @@
-"""The recording file: a header, then one record per received frame. Pure: bytes in, bytes out.
+"""The recording file's preamble and header, and version 1's records. Pure: bytes in and out.
 
     file    = MAGIC (8 bytes) | version u16 | header length u32 | header crc32 u32 | header
-    record  = body length u32 | body crc32 u32 | body
-    body    = msgpack [receive wall time, source, message map]
+    version 1:  record*        record = body length u32 | body crc32 u32 | body
+                               body   = msgpack [receive wall time, source, message map]
+    version 2:  chunk*         (chunks.py, codec.py, keyframe.py)
 
-Every record stands alone with its own length and checksum, so a file cut at any byte, or with
+Version 2 is what dltui writes; version 1 files (the first fixtures) are still read. In version
+1 every record stands alone with its own length and checksum, so a file cut at any byte, or with
 bytes flipped, loses only what is damaged: the reader keeps every record before a torn tail and
 skips a record whose checksum fails. A recording read from disk is untrusted input: records use
 the wire's limits. Described for people in docs/recording-format.md.
@@ -24,7 +26,8 @@ from dltui.protocol.framing import MAX_FRAME, decode_body
 from dltui.protocol.messages import Message, from_wire, to_wire
 
 MAGIC = b"DLTUIREC"
-VERSION = 1
+VERSION = 2
+"""The version written; every version up to it is read."""
 _PREAMBLE = struct.Struct(">8sHII")  # magic, version, header length, header crc32
 _RECORD = struct.Struct(">II")  # body length, body crc32
 MAX_RECORD = MAX_FRAME + 4096  # a frame plus its time and source
@@ -53,27 +56,31 @@ class Record:
     message: Message
 
 
-def encode_header(header: Header) -> bytes:
+def encode_header(header: Header, version: int = VERSION) -> bytes:
     body = msgpack.packb(
         {"dltui": header.dltui, "started": header.started, "sources": header.sources,
          "note": header.note},
         use_bin_type=True,
     )  # fmt: skip
-    return _PREAMBLE.pack(MAGIC, VERSION, len(body), zlib.crc32(body)) + body
+    return _PREAMBLE.pack(MAGIC, version, len(body), zlib.crc32(body)) + body
 
 
 def encode_record(record: Record) -> bytes:
+    """One version 1 record."""
     body = msgpack.packb(
         [record.received, record.source, to_wire(record.message)], use_bin_type=True
     )
     return _RECORD.pack(len(body), zlib.crc32(body)) + body
 
 
-def decode_header(data: bytes) -> tuple[Header, int]:
-    """The header and the offset of the first record; RecordingError if this is no recording."""
+def decode_header(data: bytes) -> tuple[Header, int, int]:
+    """The header, the format version and the offset of what follows the header (records or
+    chunks); RecordingError if this is no recording or one from a newer dltui."""
     if len(data) < _PREAMBLE.size or not data.startswith(MAGIC):
         raise RecordingError("not a dltui recording (no DLTUIREC magic at the start)")
     _, version, length, crc = _PREAMBLE.unpack_from(data)
+    if version < 1:
+        raise RecordingError(f"recording format version {version} does not exist")
     if version > VERSION:
         raise RecordingError(
             f"recording format version {version} is newer than this dltui reads ({VERSION}); "
@@ -94,7 +101,7 @@ def decode_header(data: bytes) -> tuple[Header, int]:
         )
     except (ProtocolError, KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"the recording's header does not decode: {exc}") from exc
-    return header, _PREAMBLE.size + length
+    return header, version, _PREAMBLE.size + length
 
 
 @dataclass
@@ -109,7 +116,7 @@ class Damage:
 
 @dataclass
 class RecordDecoder:
-    """Records from a byte stream fed in any pieces; damage is noted, never raised.
+    """Version 1's records from a byte stream fed in any pieces; damage is noted, never raised.
 
     After damage it looks for the next place where a record header and its checksum agree
     (a false match has odds of one in four billion) and goes on from there, so a flipped byte

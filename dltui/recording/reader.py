@@ -1,7 +1,9 @@
 """Reading a recording: its header, then its records, keeping every one that checks out.
 
 A file cut short or damaged is read up to and around the damage, and `damage` says where and
-why; only a file that is not a recording at all, or from a newer format, is an error.
+why; only a file that is not a recording at all, or from a newer format, is an error. Both
+versions are read: version 1 record by record, version 2 chunk by chunk (what a damaged chunk
+costs is the rest of its stretch, docs/recording-format.md).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
+from dltui.recording.chunks import KEYFRAME, START, Chunk, Gap, read_payload, scan
+from dltui.recording.codec import ChunkError, StretchDecoder
 from dltui.recording.format import (
     MAX_HEADER,
     Damage,
@@ -30,27 +35,97 @@ class RecordingReader:
                 start = file.read(MAX_HEADER + 64)
         except OSError as exc:
             raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from exc
-        self.header, self._first_record = decode_header(start)
+        self.header, self.version, self.first = decode_header(start)
         self.damage: list[Damage] = []
 
     def __iter__(self) -> Iterator[Record]:
         """Every good record, in file order; `damage` is complete once this is exhausted."""
-        decoder = RecordDecoder(self._first_record)
+        self.damage = []
         with open(self.path, "rb") as file:
-            file.seek(self._first_record)
-            while chunk := file.read(CHUNK):
-                yield from decoder.feed(chunk)
-            yield from decoder.finish()
-        self.damage = decoder.damage
+            yield from self.records(file, self.first, self.damage)
+
+    def records(
+        self, file: BinaryIO, offset: int, damage: list[Damage], stop: int | None = None
+    ) -> Iterator[Record]:
+        """The records from `offset` (the first record, or a stretch's first chunk) up to the
+        chunk at `stop` (default: the end); damage met on the way is added to `damage`."""
+        size = os.fstat(file.fileno()).st_size if stop is None else stop
+        if self.version == 1:
+            yield from _records_v1(file, offset, size, damage)
+        else:
+            yield from _records_v2(file, offset, size, damage)
 
     def read_all(self) -> list[Record]:
         return list(self)
 
     def damage_report(self) -> str | None:
         """After reading: one line saying what damage cost, or None for an intact file."""
-        if not self.damage:
-            return None
-        return f"{self.path}: damaged, every good record kept; {describe_damage(self.damage)}"
+        return damage_report(self.path, self.damage)
+
+
+def _records_v1(file: BinaryIO, offset: int, size: int, damage: list[Damage]) -> Iterator[Record]:
+    decoder = RecordDecoder(offset, damage=damage)
+    file.seek(offset)
+    left = size - offset
+    while left > 0 and (chunk := file.read(min(CHUNK, left))):
+        left -= len(chunk)
+        yield from decoder.feed(chunk)
+    yield from decoder.finish()
+
+
+def _records_v2(file: BinaryIO, offset: int, size: int, damage: list[Damage]) -> Iterator[Record]:
+    decoder: StretchDecoder | None = None
+    lost: Damage | None = None
+    """The damage whose cost is still adding up: chunks of a stretch that cannot be read."""
+    for item in scan(file, offset, size):
+        if isinstance(item, Gap):
+            lost = Damage(item.offset, item.reason, item.end - item.offset)
+            damage.append(lost)
+            decoder = None
+            continue
+        if item.kind == KEYFRAME:
+            if read_payload(file, item) is None:
+                damage.append(Damage(item.offset, "keyframe checksum mismatch (no record lost)"))
+            continue
+        if item.kind == START:
+            decoder, lost = StretchDecoder(), None
+        elif decoder is None:  # DATA of a stretch whose earlier chunks are lost
+            if lost is None:
+                lost = Damage(item.offset, "chunk of a stretch whose start is lost")
+                damage.append(lost)
+            lost.skipped += item.end - item.offset
+            continue
+        records = _decode(file, item, decoder, damage)
+        if records is None:
+            decoder, lost = None, damage[-1]
+            continue
+        yield from records
+
+
+def _decode(
+    file: BinaryIO, chunk: Chunk, decoder: StretchDecoder, damage: list[Damage]
+) -> list[Record] | None:
+    """The chunk's records, or None (and the damage noted) when the chunk cannot be read."""
+    payload = read_payload(file, chunk)
+    reason = "chunk checksum mismatch" if payload is None else None
+    if payload is not None:
+        try:
+            records, dropped = decoder.chunk(payload)
+        except ChunkError as exc:
+            reason = str(exc)
+        else:
+            damage.extend(Damage(chunk.offset, why) for why in dropped)
+            return records
+    damage.append(Damage(chunk.offset, f"{reason}; the rest of its stretch is lost",
+                         chunk.end - chunk.offset))  # fmt: skip
+    return None
+
+
+def damage_report(path: Path, damage: list[Damage]) -> str | None:
+    """One line saying what damage in `path` cost, or None where there was none."""
+    if not damage:
+        return None
+    return f"{path}: damaged, every good record kept; {describe_damage(damage)}"
 
 
 def describe_damage(damage: list[Damage]) -> str:

@@ -3,52 +3,89 @@
 Several recordings play on one clock, the seconds since each one began, so last month's 8-GPU
 server and today's two 4-GPU servers run side by side from their own starts. Each server is
 named by its recording ("monday/gpu-01:7070"). Headless: the TUI drives it from a timer.
+
+Playing reads each file onwards from where it is. A seek backwards, or further forwards than
+the fleet's series hold, starts afresh from the stretch that begins at least `WINDOW_S` before
+the target: the state its keyframe gives, then its records up to the target. The state then is
+what playing from the start would have built, but for samples older than the window.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
-from dltui.fleet.state import Fleet
-from dltui.protocol.messages import JobProgress
+from dltui.fleet.state import SERIES_CAPACITY, Fleet
 from dltui.recording.format import Record
-from dltui.recording.reader import RecordingReader
+from dltui.recording.reader import damage_report
+from dltui.recording.timeline import Timeline
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+WINDOW_S = SERIES_CAPACITY / 10.0
+"""What the fleet's series hold at the default 10 Hz: two minutes."""
 
 
-@dataclass
 class Track:
-    """One recording: its records, and how far into them the replay has applied."""
+    """One recording, and how far into it the replay has applied its records."""
 
-    name: str
-    records: list[Record]
-    applied: int = 0
-    times: list[float] = field(default_factory=list)
-    """Seconds from the recording's start to each record."""
-    damage: str | None = None
-    """What damage in the file cost, said to the user when the replay opens."""
+    def __init__(self, name: str, timeline: Timeline) -> None:
+        self.name = name
+        self.timeline = timeline
+        self._records: Iterator[Record] = iter(())
+        self._next: Record | None = None
+        self._latest = timeline.start
+        """The newest time applied: a record's time never goes backwards (a clock that steps
+        back does not reorder the file)."""
 
-    def __post_init__(self) -> None:
-        start = self.records[0].received if self.records else 0.0
-        self.times = [record.received - start for record in self.records]
+    @property
+    def start(self) -> float:
+        return self.timeline.start
 
     @property
     def length(self) -> float:
-        return self.times[-1] if self.times else 0.0
+        return self.timeline.length
+
+    @property
+    def damage(self) -> str | None:
+        """What damage in the file cost, as far as it has been read: said to the user."""
+        return damage_report(self.timeline.path, self.timeline.damage)
+
+    def server(self, source: str) -> str:
+        return f"{self.name}/{source}"
+
+    def reposition(self, time: float, fleet: Fleet) -> None:
+        """Rebuild this recording's servers in an emptied `fleet` at `time` (absolute)."""
+        if not self.timeline.stretches:
+            return  # a recording of nothing
+        index = self.timeline.stretch_at(time - WINDOW_S)
+        state, counts = self.timeline.state(index)
+        for record in state:
+            fleet.apply(self.server(record.source), record.message, record.received)
+        for source, count in counts.items():
+            fleet.add(self.server(source)).samples += count
+        self._records = self.timeline.records(index)
+        self._latest = self.timeline.stretches[index].time
+        self._next = next(self._records, None)
+        self.advance(time, fleet)
+
+    def advance(self, time: float, fleet: Fleet) -> None:
+        """Apply the records up to `time` (absolute)."""
+        while self._next is not None and max(self._latest, self._next.received) <= time:
+            record = self._next
+            self._latest = max(self._latest, record.received)
+            fleet.apply(self.server(record.source), record.message, record.received)
+            self._next = next(self._records, None)
 
 
 def load_tracks(paths: list[Path]) -> list[Track]:
     """A track per file, named by the file's stem (made unique where two stems agree)."""
-    tracks = []
+    tracks: list[Track] = []
     for path in paths:
         name = path.stem
         while any(track.name == name for track in tracks):
             name += "'"
-        reader = RecordingReader(path)
-        tracks.append(Track(name, reader.read_all(), damage=reader.damage_report()))
+        tracks.append(Track(name, Timeline(path)))
     return tracks
 
 
@@ -61,13 +98,10 @@ class ReplaySet:
         self.playing = True
         self.length = max((track.length for track in tracks), default=0.0)
         for track in tracks:  # every server has its column from the start
-            for record in track.records:
-                fleet.add(self.source(track, record))
-        self.seek(0.0)
-
-    @staticmethod
-    def source(track: Track, record: Record) -> str:
-        return f"{track.name}/{record.source}"
+            for source in track.timeline.sources:
+                fleet.add(track.server(source))
+        for track in tracks:
+            track.reposition(track.start, fleet)
 
     def tick(self, wall_seconds: float) -> None:
         """Move on by `wall_seconds` of real time at the current speed."""
@@ -76,15 +110,13 @@ class ReplaySet:
 
     def seek(self, position: float) -> None:
         position = min(max(position, 0.0), self.length)
-        if position < self.position:
+        if position < self.position or position - self.position > WINDOW_S:
             self.fleet.reset()
             for track in self.tracks:
-                track.applied = 0
-        for track in self.tracks:
-            upto = bisect_right(track.times, position)
-            for record in track.records[track.applied : upto]:
-                self.fleet.apply(self.source(track, record), record.message)
-            track.applied = max(track.applied, upto)
+                track.reposition(track.start + position, self.fleet)
+        else:
+            for track in self.tracks:
+                track.advance(track.start + position, self.fleet)
         self.position = position
         if position >= self.length:
             self.playing = False
@@ -98,17 +130,16 @@ class ReplaySet:
         index = SPEEDS.index(self.speed) if self.speed in SPEEDS else SPEEDS.index(1.0)
         self.speed = SPEEDS[min(max(index + steps, 0), len(SPEEDS) - 1)]
 
+    def case_starts(self) -> list[float]:
+        """Where each benchmark case begins in any track, in seconds from the start, in order."""
+        return sorted(t - track.start for track in self.tracks for t in track.timeline.case_starts)
+
     def next_phase(self) -> bool:
         """Seek to the next benchmark case to start in any track; False when there is none."""
-        starts = [
-            time
-            for track in self.tracks
-            for time, record in zip(track.times, track.records, strict=True)
-            if isinstance(record.message, JobProgress) and time > self.position + 1e-9
-        ]
-        if not starts:
+        later = [start for start in self.case_starts() if start > self.position + 1e-9]
+        if not later:
             return False
-        self.seek(min(starts))
+        self.seek(later[0])
         return True
 
     def phase(self) -> str | None:
@@ -118,3 +149,29 @@ class ReplaySet:
             if job is not None and job.state == "running":
                 return f"{server.source}: {job.label}"
         return None
+
+
+_CLOCK = re.compile(r"(?:(\d+):)?(\d+):(\d+(?:\.\d*)?)")
+_UNITS = re.compile(r"(\d+(?:\.\d*)?)\s*(h|m|s)")
+
+
+def parse_position(text: str, length: float) -> float:
+    """A typed position in seconds from the start: `1:23:45`, `23:45`, `90s`, `90`, `1h30m`,
+    `2m10s`, `50%`. ValueError, with what is understood, for anything else."""
+    text = text.strip().lower()
+    if text.endswith("%"):
+        try:
+            share = float(text[:-1])
+        except ValueError:
+            share = -1.0
+        if 0 <= share <= 100:
+            return length * share / 100
+    elif match := _CLOCK.fullmatch(text):
+        hours, minutes, seconds = match.groups()
+        return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+    elif re.fullmatch(r"\d+(?:\.\d*)?", text):
+        return float(text)
+    elif re.fullmatch(r"(?:\d+(?:\.\d*)?\s*[hms]\s*)+", text):
+        scale = {"h": 3600, "m": 60, "s": 1}
+        return sum(float(n) * scale[unit] for n, unit in _UNITS.findall(text))
+    raise ValueError(f"{text!r} is not a time: try 1:23:45, 90s, 2m10s or 50%")

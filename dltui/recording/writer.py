@@ -1,8 +1,10 @@
 """Writing a recording without ever blocking the code that receives frames.
 
-`write` only puts the message on a queue; a thread of its own encodes, appends and flushes to
-the operating system at least every `FLUSH_INTERVAL` (so a recorder killed with -9 loses at
-most that much), and fsyncs as often, so a power cut loses no more.
+`write` only puts the message on a queue; a thread of its own encodes and compresses the
+records as they come and, every `FLUSH_INTERVAL`, ends a chunk, writes it and fsyncs, so a
+recorder killed with -9 (or a power cut) loses at most about that much. Every `STRETCH_S` it
+starts a new stretch behind a keyframe (docs/recording-format.md), which bounds what a damaged
+byte costs and what a seek has to read.
 """
 
 from __future__ import annotations
@@ -14,9 +16,16 @@ import time
 from pathlib import Path
 
 from dltui.protocol.messages import Message
-from dltui.recording.format import Header, Record, encode_header, encode_record
+from dltui.recording.chunks import DATA, KEYFRAME, START, encode_chunk
+from dltui.recording.codec import MAX_RAW, StretchEncoder
+from dltui.recording.format import Header, Record, encode_header
+from dltui.recording.keyframe import StateTracker, encode_keyframe
 
-FLUSH_INTERVAL = 0.25  # seconds; well inside the one-second promise
+FLUSH_INTERVAL = 0.5  # seconds; well inside the one-second promise
+STRETCH_S = 10.0
+"""A new stretch (fresh compression, a keyframe) this often: what one damaged byte can cost at
+most, and what a seek decodes beyond the two minutes it needs."""
+CHUNK_RAW = MAX_RAW // 4  # a chunk ends early past this many bytes of records
 
 
 class RecordingWriter:
@@ -29,6 +38,14 @@ class RecordingWriter:
         self.bytes_written = self._file.tell()
         self.records = 0
         self._queue: queue.SimpleQueue[Record | None] = queue.SimpleQueue()
+        self._tracker = StateTracker()
+        self._stretch: StretchEncoder | None = None
+        self._stretch_time = 0.0
+        self._chunk: list[bytes] = []
+        """Compressed bytes of the chunk being built; it holds at least one record."""
+        self._chunk_time = 0.0
+        self._chunk_kind = START
+        self._latest = float("-inf")
         self._thread = threading.Thread(target=self._run, name="dltui-recorder", daemon=True)
         self._thread.start()
 
@@ -42,27 +59,59 @@ class RecordingWriter:
         self._thread.join()
 
     def _run(self) -> None:
-        last_sync = time.monotonic()
+        deadline = time.monotonic() + FLUSH_INTERVAL
         done = False
         while not done:
             try:
-                batch = [self._queue.get(timeout=FLUSH_INTERVAL)]
+                record = self._queue.get(timeout=max(deadline - time.monotonic(), 0.0))
+                if record is None:
+                    done = True
+                else:
+                    self._add(record)
             except queue.Empty:
-                batch = []
-            while True:  # take whatever else is waiting, without waiting
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            done = None in batch
-            chunks = [encode_record(record) for record in batch if record is not None]
-            if chunks:
-                data = b"".join(chunks)
-                self._file.write(data)
-                self.bytes_written += len(data)
-                self.records += len(chunks)
-                self._file.flush()
-            if done or time.monotonic() - last_sync >= FLUSH_INTERVAL:
+                pass
+            if done or time.monotonic() >= deadline:
+                self._flush()
                 os.fsync(self._file.fileno())
-                last_sync = time.monotonic()
+                deadline = time.monotonic() + FLUSH_INTERVAL
         self._file.close()
+
+    def _add(self, record: Record) -> None:
+        """Encode one record; a chunk ends by the records' own times too, so a file written
+        faster than real time (a benchmark, a conversion) is cut as a live one is."""
+        self._latest = max(self._latest, record.received)
+        if self._stretch is not None:
+            if self._latest - self._stretch_time >= STRETCH_S:
+                self._flush()
+                self._stretch = None
+            elif self._latest - self._chunk_time >= FLUSH_INTERVAL or (
+                self._stretch.pending >= CHUNK_RAW
+            ):
+                self._flush()
+        if self._stretch is None:
+            # The keyframe says what the state is where this stretch begins.
+            self._write(KEYFRAME, encode_keyframe(self._tracker.keyframe(self._latest)))
+            self._stretch = StretchEncoder()
+            self._stretch_time = self._latest
+            self._chunk_kind = START
+        if not self._chunk:
+            self._chunk_time = self._latest
+        self._chunk.append(self._stretch.add(record))
+        self._tracker.observe(record)
+        self.records += 1
+
+    def _flush(self) -> None:
+        """End the chunk and hand it to the operating system (a kill -9 cannot lose it then);
+        the stretch's stream goes on in the next chunk."""
+        if self._stretch is None or not self._chunk:
+            return
+        self._chunk.append(self._stretch.flush())
+        self._write(self._chunk_kind, b"".join(self._chunk))
+        self._chunk = []
+        self._chunk_kind = DATA
+        self._file.flush()
+
+    def _write(self, kind: int, payload: bytes) -> None:
+        data = encode_chunk(kind, payload)
+        self._file.write(data)
+        self.bytes_written += len(data)

@@ -13,6 +13,7 @@ from textual.widgets import Footer, Header
 from dltui.fleet.state import Fleet
 from dltui.recording.replay import ReplaySet, load_tracks
 from dltui.tui.app import DltuiApp
+from dltui.tui.screens.jump import JumpScreen
 from dltui.tui.widgets.position_bar import PositionBar
 
 TICK_S = 0.1
@@ -26,6 +27,7 @@ class ReplayApp(DltuiApp):
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("left_square_bracket", "seek(-1)", "−10 s", key_display="["),
         Binding("right_square_bracket", "seek(1)", "+10 s", key_display="]"),
+        Binding("g", "jump_to", "Jump to"),
         Binding("n", "next_phase", "Next case"),
         *(Binding(str(d), f"jump({d})", f"{d * 10}%", show=False) for d in range(10)),
     ]
@@ -35,6 +37,8 @@ class ReplayApp(DltuiApp):
         self.replay = replay
         self.bar = PositionBar(replay)
         self._last_tick = time.monotonic()
+        self._told: dict[str, str | None] = {}
+        """What each track's damage notice said, so a new finding is told once."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -45,9 +49,7 @@ class ReplayApp(DltuiApp):
     async def on_mount(self) -> None:
         await super().on_mount()
         self.set_interval(TICK_S, self._tick)
-        for track in self.replay.tracks:
-            if track.damage:
-                self.notify(track.damage, severity="warning", timeout=20)
+        self._tell_damage()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A replay is already a recording: no `r` here."""
@@ -57,28 +59,50 @@ class ReplayApp(DltuiApp):
         now = time.monotonic()
         self.replay.tick(now - self._last_tick)
         self._last_tick = now
+        self._moved()
+
+    def _moved(self) -> None:
         self.bar.refresh()
+        self._tell_damage()
+
+    def _tell_damage(self) -> None:
+        """Damage is found as the file is read: say what it cost when it is."""
+        for track in self.replay.tracks:
+            damage = track.damage
+            if damage != self._told.get(track.name) and damage is not None:
+                self.notify(damage, severity="warning", timeout=20)
+            self._told[track.name] = damage
 
     def action_toggle(self) -> None:
         self.replay.toggle()
-        self.bar.refresh()
+        self._moved()
 
     def action_speed(self, steps: int) -> None:
         self.replay.faster(steps)
-        self.bar.refresh()
+        self._moved()
 
     def action_seek(self, direction: int) -> None:
         self.replay.seek(self.replay.position + direction * SEEK_STEP_S)
-        self.bar.refresh()
+        self._moved()
 
     def action_jump(self, tenths: int) -> None:
         self.replay.seek(self.replay.length * tenths / 10)
-        self.bar.refresh()
+        self._moved()
+
+    def action_jump_to(self) -> None:
+        """Ask for a time (`1:23:45`, `90s`, `50%`) and go there."""
+
+        def go(position: float | None) -> None:
+            if position is not None:
+                self.replay.seek(position)
+                self._moved()
+
+        self.push_screen(JumpScreen(self.replay.length), go)
 
     def action_next_phase(self) -> None:
         if not self.replay.next_phase():
             self.notify("no later benchmark case in these recordings")
-        self.bar.refresh()
+        self._moved()
 
 
 def create_replay_app(paths: list[Path]) -> ReplayApp:

@@ -8,7 +8,10 @@ import pytest
 
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import JobProgress, Sample
-from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks
+from dltui.recording.format import Header
+from dltui.recording.reader import RecordingReader
+from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_position
+from dltui.recording.writer import RecordingWriter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200 = FIXTURES / "h200x2-kernels.dlrec"
@@ -16,10 +19,9 @@ CPU = FIXTURES / "cpu-kernels.dlrec"
 
 
 def samples_until(track, position: float) -> int:
-    return sum(
-        isinstance(r.message, Sample) for t, r in zip(track.times, track.records, strict=True)
-        if t <= position
-    )  # fmt: skip
+    records = RecordingReader(track.timeline.path).read_all()
+    return sum(isinstance(r.message, Sample) and r.received - track.start <= position
+               for r in records)  # fmt: skip
 
 
 def test_seeking_both_ways_gives_the_state_at_that_time():
@@ -27,7 +29,9 @@ def test_seeking_both_ways_gives_the_state_at_that_time():
     (track,) = replay.tracks
     (server,) = replay.fleet.servers.values()
     assert server.source == "h200x2-kernels/127.0.0.1:7070"
-    assert replay.length == pytest.approx(track.times[-1]) and replay.length > 15
+    records = RecordingReader(H200).read_all()
+    assert replay.length == pytest.approx(records[-1].received - records[0].received)
+    assert replay.length > 15
     replay.seek(12.0)
     assert server.samples == samples_until(track, 12.0)
     replay.seek(4.0)  # backwards: rebuilt from the start
@@ -57,12 +61,12 @@ def test_play_pause_and_speed():
 
 def test_next_phase_stops_at_each_benchmark_case():
     replay = ReplaySet(load_tracks([H200]), Fleet())
-    (track,) = replay.tracks
-    starts = [t for t, r in zip(track.times, track.records, strict=True)
+    records = RecordingReader(H200).read_all()
+    starts = [r.received - records[0].received for r in records
               if isinstance(r.message, JobProgress)]  # fmt: skip
-    assert replay.next_phase() and replay.position == starts[0]
+    assert replay.next_phase() and replay.position == pytest.approx(starts[0])
     assert replay.phase() is not None and "gemm" in replay.phase()
-    assert replay.next_phase() and replay.position == starts[1]
+    assert replay.next_phase() and replay.position == pytest.approx(starts[1])
     replay.seek(starts[-1])
     assert not replay.next_phase()
 
@@ -76,3 +80,26 @@ def test_two_recordings_side_by_side_on_their_own_clocks():
         assert server.samples == samples_until(track, 3.0) > 0
     same = ReplaySet(load_tracks([CPU, CPU]), Fleet())
     assert [t.name for t in same.tracks] == ["cpu-kernels", "cpu-kernels'"]
+
+
+def test_a_recording_of_nothing_replays_as_nothing(tmp_path):
+    empty = tmp_path / "empty.dlrec"
+    RecordingWriter(empty, Header("0.1.0", 1.7e9)).close()
+    replay = ReplaySet(load_tracks([empty, CPU]), Fleet())
+    assert replay.tracks[0].length == 0 and list(replay.fleet.servers) == [
+        "cpu-kernels/127.0.0.1:7070"
+    ]
+    replay.seek(5.0)
+    replay.seek(1.0)
+    assert replay.position == 1.0 and replay.next_phase()
+
+
+def test_typed_positions():
+    assert parse_position("1:23:45", 1e5) == 5025
+    assert parse_position("23:45", 1e5) == 1425
+    assert parse_position("90s", 1e5) == parse_position("90", 1e5) == 90
+    assert parse_position("1h30m", 1e5) == 5400 and parse_position("2m 10s", 1e5) == 130
+    assert parse_position("50%", 3600) == 1800 and parse_position(" 12.5% ", 80) == 10
+    for bad in ("", "soon", "150%", "1:2:3:4", "-5s", "5 parsecs"):
+        with pytest.raises(ValueError, match="is not a time"):
+            parse_position(bad, 100)

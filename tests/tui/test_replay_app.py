@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from dltui.tui.replay_app import create_replay_app
+from dltui.tui.screens.jump import JumpScreen
 from tests.conftest import ROOT, dltui_command
 from tests.tui.test_app import screen_text, wait_for_text, wait_until
 
@@ -45,6 +46,29 @@ async def test_pause_seek_speed_and_next_case():
         assert replay.position >= replay.length * 0.9  # and on from there: it is playing
         await wait_until(pilot, lambda: not replay.playing)  # it plays to the end and stops
         await wait_for_text(pilot, r"job \w+ · done")
+
+
+async def test_jump_to_a_typed_time():
+    app = create_replay_app([FIXTURES / "h200x2-kernels.dlrec"])
+    replay = app.replay
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.press("space")
+        await wait_for_text(pilot, "⏸")
+        await pilot.press("g")
+        await wait_until(pilot, lambda: isinstance(app.screen, JumpScreen))
+        await pilot.press(*"soon", "enter")
+        await wait_for_text(pilot, "is not a time")  # a clear word, and the screen stays
+        assert isinstance(app.screen, JumpScreen)
+        await pilot.press(*["backspace"] * 4, *"0:07", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, JumpScreen))
+        assert replay.position == 7.0
+        await wait_for_text(pilot, r"⏸ 1×  00:07 / 00:21")
+        await pilot.press("g", *"50%", "enter")
+        await wait_until(pilot, lambda: replay.position == replay.length / 2)
+        await wait_for_text(pilot, r"⏸ 1×  00:10 / 00:21")
+        await pilot.press("g", *"3", "escape")  # cancelled: the time stays
+        await wait_until(pilot, lambda: not isinstance(app.screen, JumpScreen))
+        assert replay.position == replay.length / 2
 
 
 def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path):

@@ -1,4 +1,7 @@
-"""Where a replay is: playing or paused, its speed, the time, a bar, and the benchmark case."""
+"""Where a replay is: playing or paused, its speed, the time, a bar, and the benchmark case.
+
+The bar marks where benchmark cases begin, so `n` (the next case) has something to aim at.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,11 @@ from textual.widget import Widget
 from dltui.recording.replay import ReplaySet
 
 
-def clock(seconds: float) -> str:
+def clock(seconds: float, hours: bool = False) -> str:
+    """mm:ss, or h:mm:ss for recordings of an hour or more."""
     minutes, rest = divmod(int(seconds), 60)
+    if hours:
+        return f"{minutes // 60}:{minutes % 60:02d}:{rest:02d}"
     return f"{minutes:02d}:{rest:02d}"
 
 
@@ -29,14 +35,20 @@ class PositionBar(Widget):
     def render(self) -> Content:
         replay = self.replay
         state = "▶" if replay.playing else "⏸"
-        head = f"{state} {replay.speed:g}×  {clock(replay.position)} / {clock(replay.length)}  "
+        hours = replay.length >= 3600
+        when = f"{clock(replay.position, hours)} / {clock(replay.length, hours)}"
+        head = f"{state} {replay.speed:g}×  {when}  "
         phase = replay.phase() or ""
         width = max(self.content_size.width - len(head) - min(len(phase), 40) - 2, 10)
         filled = round(width * replay.position / replay.length) if replay.length else width
-        return Content.assemble(
-            (head, "bold"),
-            ("█" * filled, "$accent"),
-            ("·" * (width - filled), "$text-muted"),
-            "  ",
-            (phase[:40], "$text-muted"),
-        )
+        cases = {min(int(width * start / replay.length), width - 1)
+                 for start in replay.case_starts()} if replay.length else set()  # fmt: skip
+        runs: list[tuple[str, str]] = []
+        for cell in range(width):
+            mark, style = (("╹", "$text") if cell in cases else ("█", "$accent")
+                           if cell < filled else ("·", "$text-muted"))  # fmt: skip
+            if runs and runs[-1][1] == style:
+                runs[-1] = (runs[-1][0] + mark, style)
+            else:
+                runs.append((mark, style))
+        return Content.assemble((head, "bold"), *runs, "  ", (phase[:40], "$text-muted"))

@@ -1,0 +1,207 @@
+"""The report's PNG plots (matplotlib, imported only when a report is made).
+
+Each function draws one figure from the sessions' phases and records, writes it to `path` and
+says whether there was anything to draw. Throughput per kernel case; all-reduce bandwidth
+against message size; training throughput per model and server; scaling curves against the
+ideal line from the one-GPU figure, with the efficiency beside them; images/s per watt; and
+each recording's telemetry over time with its benchmark phases shaded.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dltui.bench.scaling import configuration
+from dltui.bench.table import model_what
+from dltui.protocol.messages import KernelResult, ModelResult, Sample
+
+if TYPE_CHECKING:
+    from dltui.recording.report import Session
+
+KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
+
+
+def _save(figure: object, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()  # type: ignore[attr-defined]
+    figure.savefig(path, dpi=110)  # type: ignore[attr-defined]
+    plt.close(figure)  # type: ignore[arg-type]
+
+
+def kernels(session: Session) -> list[KernelResult]:
+    return [p.result for p in session.kernel_phases()]  # type: ignore[misc]
+
+
+def plot_throughput(sessions: list[Session], path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    cases = [(s.name, r) for s in sessions for r in kernels(s)
+             if r.error is None and r.kind != "allreduce"]  # fmt: skip
+    if not cases:
+        return False
+    figure, axis = plt.subplots(figsize=(10, 0.28 * len(cases) + 1.5))
+    labels = [f"{name}: {r.kind} {r.shape} {r.direction} {r.precision}" for name, r in cases]
+    values = [r.tflops if r.tflops is not None else (r.gbps or 0) / 1000 for _, r in cases]
+    axis.barh(range(len(cases)), values, color=KERNEL)
+    axis.set_yticks(range(len(cases)), labels, fontsize=7)
+    axis.invert_yaxis()
+    axis.set_xlabel("TFLOP/s (bandwidth cases: TB/s)")
+    axis.set_title("Throughput per case")
+    _save(figure, path)
+    return True
+
+
+def plot_allreduce(sessions: list[Session], path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    drawn = False
+    for session in sessions:
+        points = sorted((r.params.get("bytes", 0), r.busbw_gbps) for r in kernels(session)
+                        if r.kind == "allreduce" and r.busbw_gbps)  # fmt: skip
+        if points:
+            drawn = True
+            axis.plot([b for b, _ in points], [g for _, g in points], marker="o",
+                      label=session.name)  # fmt: skip
+    if drawn:
+        axis.set_xscale("log")
+        axis.set_xlabel("message size (bytes)")
+        axis.set_ylabel("bus bandwidth (GB/s)")
+        axis.set_title("All-reduce bus bandwidth against message size")
+        axis.legend()
+        _save(figure, path)
+    plt.close(figure)
+    return drawn
+
+
+def plot_training(sessions: list[Session], path: Path) -> bool:
+    """Images/s of every training run, per server."""
+    import matplotlib.pyplot as plt
+
+    runs = [(s, p) for s in sessions for p in s.training_phases() if p.result.images_per_s]
+    if not runs:
+        return False
+    figure, axis = plt.subplots(figsize=(10, 0.3 * len(runs) + 1.5))
+    labels = [f"{s.name} {s.hostname(p.source)}: {model_what(p.result)}" for s, p in runs]
+    axis.barh(range(len(runs)), [p.result.images_per_s for _, p in runs], color=TRAINING)
+    axis.set_yticks(range(len(runs)), labels, fontsize=7)
+    axis.invert_yaxis()
+    axis.set_xlabel("images/s (synthetic data)")
+    axis.set_title("Training throughput per run")
+    _save(figure, path)
+    return True
+
+
+def scaling_curves(sessions: list[Session]) -> dict[str, list[tuple[int, float]]]:
+    """Per server and configuration, (GPUs, images/s) of its one-server runs, by GPUs."""
+    curves: dict[tuple[object, ...], dict[int, float]] = defaultdict(dict)
+    labels: dict[tuple[object, ...], str] = {}
+    for session in sessions:
+        for phase in session.training_phases():
+            result = phase.result
+            if result.images_per_s and result.servers == 1 and result.error is None:
+                key = (session.name, phase.source, configuration(result))
+                host = session.hostname(phase.source)
+                labels[key] = (f"{session.name} {host}: {result.model} {result.precision} "
+                               f"batch {result.batch}")  # fmt: skip
+                curves[key][result.gpus] = result.images_per_s  # the latest run wins
+    return {labels[key]: sorted(points.items()) for key, points in curves.items()}
+
+
+def plot_scaling(sessions: list[Session], path: Path) -> bool:
+    """Images/s against GPUs with the ideal line (the one-GPU figure times N), and the
+    efficiency (measured over ideal) beside it."""
+    import matplotlib.pyplot as plt
+
+    curves = {label: points for label, points in scaling_curves(sessions).items()
+              if len(points) > 1 and points[0][0] == 1}  # fmt: skip
+    if not curves:
+        return False
+    figure, (rates, efficiency) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for index, (label, points) in enumerate(curves.items()):
+        colour = f"C{index % 10}"
+        gpus = [n for n, _ in points]
+        one = points[0][1]
+        rates.plot(gpus, [r for _, r in points], marker="o", color=colour, label=label)
+        rates.plot(gpus, [one * n for n in gpus], linestyle="--", color=colour, alpha=0.6)
+        efficiency.plot(gpus, [r / (one * n) * 100 for n, r in points], marker="o",
+                        color=colour)  # fmt: skip
+    counts = sorted({n for points in curves.values() for n, _ in points})
+    for axis in (rates, efficiency):
+        axis.set_xticks(counts)
+        axis.set_xlabel("GPUs (CPU: processes)")
+    rates.set_ylim(bottom=0)
+    rates.set_ylabel("images/s")
+    rates.set_title("Scaling: measured (solid) against ideal (dashed)")
+    rates.legend(fontsize=7)
+    efficiency.axhline(100, color="grey", linewidth=0.8, linestyle=":")
+    efficiency.set_ylabel("scaling efficiency (%)")
+    efficiency.set_ylim(bottom=0)
+    efficiency.set_title("Efficiency: images/s over N × one GPU's")
+    _save(figure, path)
+    return True
+
+
+def plot_per_watt(sessions: list[Session], path: Path) -> bool:
+    """Images/s per watt drawn by the GPUs each run used, against GPUs."""
+    import matplotlib.pyplot as plt
+
+    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for session in sessions:
+        for phase in session.training_phases():
+            if phase.per_watt is not None:
+                label = f"{session.name} {session.hostname(phase.source)}: {phase.result.model}"
+                series[label].append((phase.result.gpus, phase.per_watt))
+    if not series:
+        return False
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for label, points in series.items():
+        points.sort()
+        axis.plot([n for n, _ in points], [w for _, w in points], marker="o", label=label)
+    axis.set_xticks(sorted({n for points in series.values() for n, _ in points}))
+    axis.set_xlabel("GPUs")
+    axis.set_ylabel("images/s per watt")
+    axis.set_ylim(bottom=0)
+    axis.set_title("Performance per watt (power of the GPUs each run used)")
+    axis.legend(fontsize=7)
+    _save(figure, path)
+    return True
+
+
+def plot_telemetry(session: Session, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    samples = [(r.received, r.message) for r in session.records if isinstance(r.message, Sample)]
+    if not samples or not any(s.gpus for _, s in samples):
+        return False
+    start = samples[0][0]
+    times = [t - start for t, _ in samples]
+
+    def total(sample: Sample, name: str) -> float:
+        return sum(gpu.values.get(name, 0.0) for gpu in sample.gpus)
+
+    def mean(sample: Sample, name: str) -> float:
+        values = [gpu.values[name] for gpu in sample.gpus if name in gpu.values]
+        return sum(values) / len(values) if values else 0.0
+
+    figure, axes = plt.subplots(3, 1, figsize=(10, 6), sharex=True)
+    series = [
+        ("power, all GPUs (W)", [total(s, "power") for _, s in samples]),
+        ("tensor active, mean (%)", [mean(s, "tensor_active") for _, s in samples]),
+        ("NVLink transmit, all GPUs (GB/s)", [total(s, "nvlink_tx") / 1e9 for _, s in samples]),
+    ]
+    for axis, (label, values) in zip(axes, series, strict=True):
+        axis.plot(times, values, linewidth=1.2)
+        axis.set_ylabel(label, fontsize=8)
+        for index, phase in enumerate(session.phases):
+            colour = (TRAINING if isinstance(phase.result, ModelResult) else ALLREDUCE
+                      if phase.result.kind == "allreduce" else KERNEL)  # fmt: skip
+            axis.axvspan(phase.start - start, (phase.end or phase.start) - start,
+                         alpha=0.15 + 0.1 * (index % 2), color=colour, linewidth=0)  # fmt: skip
+    axes[-1].set_xlabel("seconds since the recording began (shaded: benchmark phases)")
+    axes[0].set_title(f"{session.name}: telemetry during the benchmarks")
+    _save(figure, path)
+    return True
