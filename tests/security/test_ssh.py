@@ -53,11 +53,14 @@ def probe(sshd, *args: str, config=None, remote: str = REMOTE):
 
 
 def remote_agents(sshd) -> list[psutil.Process]:
-    return [
-        child
-        for child in psutil.Process(sshd.process.pid).children(recursive=True)
-        if "--stdio" in child.cmdline()
-    ]
+    def is_agent(process: psutil.Process) -> bool:
+        try:
+            return "--stdio" in process.cmdline()
+        except psutil.NoSuchProcess:  # gone, or a zombie not reaped yet: no agent either way
+            return False
+
+    return [child for child in psutil.Process(sshd.process.pid).children(recursive=True)
+            if is_agent(child)]  # fmt: skip
 
 
 def test_probe_over_ssh(sshd):
