@@ -10,6 +10,13 @@ means cost nothing to read: utilization and tensor activity averaged over the GP
 used, power, PCIe and NVLink summed over them, and, where the energy counter moved at least
 twice inside the phase, the mean power it implies (more exact than sampled power, but read
 only every 5 s, so long phases only).
+
+A training run's case also holds what its measurement leaves out: building the model,
+compiling it (a minute and more with `torch.compile`) and the warm-up steps, at a fraction of
+the power the timed steps draw. So when its result comes, the phase is narrowed to its timed
+steps (the result's time minus the sum of its step times), and its telemetry, images/s per watt
+above all, is of those steps. An open phase keeps its samples for that, and lets them go when
+it ends.
 """
 
 from __future__ import annotations
@@ -57,8 +64,25 @@ class Phase:
     result: Result | None = None
     _sums: dict[tuple[int, str], list[float]] = field(default_factory=dict, repr=False)
     _energy: dict[int, _Energy] = field(default_factory=dict, repr=False)
+    _kept: list[tuple[float, list[GpuSample]]] = field(default_factory=list, repr=False)
 
     def add(self, t: float, gpus: list[GpuSample]) -> None:
+        self._kept.append((t, gpus))
+        self._fold(t, gpus)
+
+    def finish(self, t: float, result: Result | None = None) -> None:
+        """End the phase at `t`, with its result if it has one; a training run's phase becomes
+        its timed steps (see the module's docstring)."""
+        self.end, self.result = t, result
+        if isinstance(result, ModelResult) and result.step_times:
+            self.start = max(t - sum(result.step_times), self.start)
+            self._sums, self._energy = {}, {}
+            for when, gpus in self._kept:
+                if when >= self.start:
+                    self._fold(when, gpus)
+        self._kept = []
+
+    def _fold(self, t: float, gpus: list[GpuSample]) -> None:
         for gpu in gpus:
             if gpu.state != "ok":
                 continue
@@ -168,8 +192,7 @@ class PhaseTracker:
             phase = self.open.get(source)
             if phase is not None and phase.job == message.job:
                 del self.open[source]
-                phase.end = t
-                phase.result = message.result or message.model
+                phase.finish(t, message.result or message.model)
         elif isinstance(message, JobEnd):
             phase = self.open.get(source)
             if phase is not None and phase.job == message.job:
@@ -179,7 +202,7 @@ class PhaseTracker:
     def _close(self, source: str, t: float) -> None:
         phase = self.open.pop(source, None)
         if phase is not None:
-            phase.end = t
+            phase.finish(t)
 
     def finished(self) -> list[Phase]:
         """Phases that ended with their result, in the order they started."""

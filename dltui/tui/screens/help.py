@@ -27,7 +27,7 @@ HELP = """\
   tab ↑ ↓   focus a column, scroll its GPUs
   [b]r[/b]         record every frame to dltui-DATE-TIME.dlrec here; [b]r[/b] again stops
   replays:  [b]space[/b] play/pause, [b]+ -[/b] speed, [b]\\[ ][/b] ∓10 s, [b]0-9[/b] jump,
-            [b]n[/b] the next benchmark case
+            [b]g[/b] a time you type (1:23:45, 90s, 50%), [b]n[/b] the next benchmark case
 
 [b]Comparing two servers[/b]
   dltui gpu-01:7070 gpu-02:7070, then [b]b[/b], keep both chosen, pick a plan, [b]s[/b];
