@@ -22,6 +22,8 @@ from dltui.tui.screens.launcher import LauncherScreen
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 H200 = FIXTURES / "h200x2-kernels.dlrec"
 CPU = FIXTURES / "cpu-kernels.dlrec"
+H200_MODELS = FIXTURES / "h200-models.dlrec"
+CPU_MODELS = FIXTURES / "cpu-models.dlrec"
 
 
 def during(case: str, into: float) -> Callable[[ReplaySet], float]:
@@ -96,6 +98,8 @@ SCENES = (
     Scene("side-by-side", (H200, CPU), (160, 45), the_end),
     Scene("results", (H200, CPU), (120, 40), the_end, keys=("v",)),
     Scene("phases", (H200,), (140, 36), the_end, keys=("v", "p")),
+    Scene("training", (H200_MODELS, CPU_MODELS), (120, 30), the_end, keys=("v",)),
+    Scene("resnet50-h200", (H200_MODELS,), (120, 40), during("resnet50", 60.0)),
     Scene("detail", (H200,), (140, 60), during("64500000", 0.4), keys=("d",)),
     Scene("launcher", (H200, CPU), (100, 30), the_end, screen=LauncherScreen),
     Scene("light-80x24", (H200,), (80, 24), during("8448x48000x2816", 0.5), theme=LIGHT),

@@ -20,7 +20,8 @@ STATE_STYLES = {
 
 def progress_line(job: JobView, width: int) -> Content:
     bar_width = max(width - 12, 4)
-    filled = round(bar_width * job.done / job.total) if job.total else 0
+    done = job.done + (job.fraction or 0.0)  # a long case (a training run) says how far it is
+    filled = min(round(bar_width * done / job.total), bar_width) if job.total else 0
     return Content.assemble(
         ("█" * filled, "$text-accent"),
         ("·" * (bar_width - filled), "$text-muted"),
