@@ -13,23 +13,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dltui.client.options import add_connection_options, reach
-from dltui.client.target import Target, parse_host_port, parse_target
-from dltui.protocol.auth import SecretFileError, load_secret
-
-
-def _target(text: str) -> Target:
-    try:
-        return parse_target(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _listen(text: str) -> tuple[str, int]:
-    try:
-        return parse_host_port(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+from dltui.client.options import (
+    add_connection_options,
+    listen_argument,
+    reach,
+    secret_option,
+    target_argument,
+)
+from dltui.client.target import Target
 
 
 def _rate(text: str) -> float:
@@ -62,7 +53,11 @@ def _tui_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "agents", nargs="*", type=_target, metavar="AGENT", help="see 'reaching agents' below"
+        "agents",
+        nargs="*",
+        type=target_argument,
+        metavar="AGENT",
+        help="see 'reaching agents' below",
     )
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     add_connection_options(parser)
@@ -76,7 +71,10 @@ def _agent_parser() -> argparse.ArgumentParser:
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
-        "--listen", metavar="HOST:PORT", type=_listen, help="serve over TCP (port 0: any free port)"
+        "--listen",
+        metavar="HOST:PORT",
+        type=listen_argument,
+        help="serve over TCP (port 0: any free port)",
     )
     where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
@@ -101,140 +99,11 @@ def _probe_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
     )
-    parser.add_argument("agent", type=_target, metavar="AGENT", help="see 'reaching agents'")
+    parser.add_argument(
+        "agent", type=target_argument, metavar="AGENT", help="see 'reaching agents'"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_connection_options(parser)
-    return parser
-
-
-def _names(allowed: tuple[str, ...]):
-    def parse(text: str) -> list[str]:
-        names = [name.strip() for name in text.split(",") if name.strip()]
-        unknown = [name for name in names if name not in allowed]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(
-                f"unknown {', '.join(unknown) or 'empty list'} (choose from {', '.join(allowed)})"
-            )
-        return names
-
-    return parse
-
-
-def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
-    """Where a benchmark runs: the same options for every `dltui bench` command."""
-    parser.add_argument(
-        "--agent",
-        type=_target,
-        action="append",
-        metavar="AGENT",
-        help="an agent (default: local; see 'reaching agents'); repeat it to run on several "
-        "servers side by side (or, " + across_help + ", as one run across them)",
-    )
-    parser.add_argument(
-        "--rendezvous",
-        type=_listen,
-        metavar="HOST:PORT",
-        help="where rank 0 waits in a run across servers (default: the first agent, port 29500)",
-    )
-    parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
-    add_connection_options(parser)
-
-
-def _bench_parser() -> argparse.ArgumentParser:
-    from dltui.bench import plan
-
-    parser = argparse.ArgumentParser(
-        prog="dltui bench kernels",
-        description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
-        "agent (this machine by default) and print a table as results arrive.",
-    )
-    _agents_options(parser, "with --kind allreduce")
-    parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
-    parser.add_argument("--set", dest="shape_set", choices=plan.SHAPE_SETS, default="quick")
-    parser.add_argument(
-        "--kind", type=_names(plan.KINDS), default=["gemm", "conv", "rnn"], metavar="K,K"
-    )
-    parser.add_argument(
-        "--precision", type=_names(plan.PRECISIONS), default=["fp32"], metavar="P,P"
-    )
-    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
-    parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
-    parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
-    parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
-    return parser
-
-
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        counts = []
-    if not counts or min(counts) < 0:
-        raise argparse.ArgumentTypeError(f"expected GPU counts like 1,2,4,8 (0: all), got {text!r}")
-    return counts
-
-
-def _models_parser() -> argparse.ArgumentParser:
-    from dltui.bench import plan
-
-    parser = argparse.ArgumentParser(
-        prog="dltui bench models",
-        description="Train CNNs (ResNet-50, VGG-16, GoogLeNet, AlexNet) on synthetic "
-        "ImageNet-shaped data and print images/s: on one GPU, a scale-up sweep over GPU counts, "
-        "or one run across servers. With --data and --target-accuracy, train on a folder of "
-        "images until the held-out top-1 reaches the target (time to accuracy).",
-        epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
-        "compiled, and each model's tuned batch; on a CPU fp32, eager, tf_cnn_benchmarks' batch.",
-    )
-    _agents_options(parser, "with --scale-out")
-    parser.add_argument(
-        "--scale-out",
-        action="store_true",
-        help="one run across the --agent servers (after baselines on the first)",
-    )
-    parser.add_argument(
-        "--no-baseline",
-        action="store_true",
-        help="with --scale-out: skip the one-GPU and one-server baselines",
-    )
-    parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
-    parser.add_argument(
-        "--model",
-        type=_names(plan.MODELS),
-        default=["resnet50"],
-        metavar="M,M",
-        help=f"models ({','.join(plan.MODELS)}); default resnet50",
-    )
-    parser.add_argument(
-        "--gpus",
-        type=_counts,
-        default=None,
-        metavar="N,N",
-        help="GPU counts, a scale-up sweep (default 1; with --scale-out 0: all)",
-    )
-    parser.add_argument("--batch", type=int, help="images per GPU per step")
-    parser.add_argument("--precision", choices=plan.MODEL_PRECISIONS)
-    parser.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None)
-    parser.add_argument(
-        "--compile", action=argparse.BooleanOptionalAction, default=None, help="torch.compile / XLA"
-    )
-    parser.add_argument("--warmup", type=int, default=10, help="untimed steps (default 10)")
-    parser.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
-    parser.add_argument("--image-size", type=int, default=224)
-    parser.add_argument("--classes", type=int, default=1000)
-    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
-    parser.add_argument("--learning-rate", type=float, default=0.1)
-    parser.add_argument(
-        "--data", metavar="DIR", help="a folder of images on the agent, one sub-folder per class"
-    )
-    parser.add_argument(
-        "--target-accuracy",
-        type=float,
-        metavar="TOP1",
-        help="held-out top-1 (0-1) that ends a --data run",
-    )
-    parser.add_argument("--max-epochs", type=int, default=50)
     return parser
 
 
@@ -243,7 +112,9 @@ def _record_parser() -> argparse.ArgumentParser:
         prog="dltui record",
         description="Record every frame from agents to a file, headless (for cron and CI).",
     )
-    parser.add_argument("agents", nargs="*", type=_target, metavar="AGENT", help="default: local")
+    parser.add_argument(
+        "agents", nargs="*", type=target_argument, metavar="AGENT", help="default: local"
+    )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument(
@@ -252,15 +123,6 @@ def _record_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     add_connection_options(parser)
     return parser
-
-
-def _secret(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        return load_secret(path)
-    except SecretFileError as exc:
-        parser.error(str(exc))
 
 
 def _run_agent(argv: list[str]) -> int:
@@ -276,7 +138,7 @@ def _run_agent(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     if not args.stdio and args.listen is None:
         parser.error("one of --listen HOST:PORT or --stdio is required (or listen in --config)")
-    secret = _secret(parser, args.secret_file)
+    secret = secret_option(parser, args.secret_file)
     tls = _server_tls(parser, args)
     logging.basicConfig(
         level=args.log_level.upper(),
@@ -311,7 +173,7 @@ def _server_tls(parser: argparse.ArgumentParser, args: argparse.Namespace):
 def _run_probe(argv: list[str]) -> int:
     parser = _probe_parser()
     args = parser.parse_args(argv)
-    secret = _secret(parser, args.secret_file)
+    secret = secret_option(parser, args.secret_file)
     from dltui.client.probe import probe
 
     (target,) = reach(parser, args, [args.agent])
@@ -319,55 +181,9 @@ def _run_probe(argv: list[str]) -> int:
 
 
 def _run_bench(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("kernels", "models"):
-        print("usage: dltui bench kernels|models [options]   (see dltui bench models --help)")
-        return 2
-    from dltui.client.campaign import is_across
-    from dltui.client.run_job import run
-    from dltui.protocol.messages import KernelPlan, ModelPlan
+    from dltui.client.bench_command import main as bench
 
-    parser = _bench_parser() if argv[0] == "kernels" else _models_parser()
-    args = parser.parse_args(argv[1:])
-    secret = _secret(parser, args.secret_file)
-    targets = reach(parser, args, args.agent or [Target("local")])
-    plan: KernelPlan | ModelPlan
-    if argv[0] == "kernels":
-        plan = KernelPlan(
-            framework=args.framework,
-            shape_set=args.shape_set,
-            kinds=args.kind,
-            precisions=args.precision,
-            device=args.device,
-            gpus=args.gpus,
-            iterations=args.iterations,
-            max_seconds=args.max_seconds,
-            timeout_s=args.timeout,
-        )
-        across = is_across(plan, len(targets))
-    else:
-        data = str(Path(args.data).absolute()) if args.data else None
-        plan = ModelPlan(
-            framework=args.framework,
-            models=args.model,
-            gpus=args.gpus or [0 if args.scale_out else 1],
-            batch=args.batch,
-            precision=args.precision,
-            channels_last=args.channels_last,
-            compile=args.compile,
-            warmup=args.warmup,
-            steps=args.steps,
-            image_size=args.image_size,
-            classes=args.classes,
-            device=args.device,
-            learning_rate=args.learning_rate,
-            data_dir=data,
-            target_accuracy=args.target_accuracy,
-            max_epochs=args.max_epochs,
-            timeout_s=args.timeout,
-        )
-        across = args.scale_out
-    return run(targets, plan, secret, args.json, across, args.rendezvous,
-               baselines=not getattr(args, "no_baseline", False))  # fmt: skip
+    return bench(argv)
 
 
 def _run_record(argv: list[str]) -> int:
@@ -375,7 +191,7 @@ def _run_record(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration must be a positive number of seconds")
-    secret = _secret(parser, args.secret_file)
+    secret = secret_option(parser, args.secret_file)
     from dltui.recording.record import run
 
     plans = []
@@ -456,7 +272,7 @@ def _run_report(argv: list[str]) -> int:
 def _run_tui(argv: list[str]) -> int:
     parser = _tui_parser()
     args = parser.parse_args(argv)
-    secret = _secret(parser, args.secret_file)
+    secret = secret_option(parser, args.secret_file)
     from dltui.tui.app import create_app
 
     targets = reach(parser, args, args.agents or [Target("local")])  # each server once

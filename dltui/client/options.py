@@ -1,5 +1,5 @@
 """The options every command that connects to agents shares (the TUI, probe, bench, record):
-the secret, TLS and SSH, and the targets they apply to."""
+the agents, the secret, TLS and SSH, and the targets they apply to."""
 
 from __future__ import annotations
 
@@ -10,8 +10,36 @@ from dltui.client.target import (
     SshOptions,
     Target,
     TlsOptions,
+    parse_host_port,
     parse_remote_dltui,
+    parse_target,
 )
+from dltui.protocol.auth import SecretFileError, load_secret
+
+
+def target_argument(text: str) -> Target:
+    """argparse's type for an AGENT."""
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def listen_argument(text: str) -> tuple[str, int]:
+    """argparse's type for a HOST:PORT to listen on or meet at."""
+    try:
+        return parse_host_port(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def secret_option(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return load_secret(path)
+    except SecretFileError as exc:
+        parser.error(str(exc))
 
 
 def _remote_dltui(text: str) -> tuple[str, ...]:

@@ -1,0 +1,201 @@
+"""`dltui bench kernels|models`: the command line, and the plan it means.
+
+The plan goes to `client.run_job`, which runs it through a campaign and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dltui.client.campaign import is_across
+from dltui.client.options import (
+    add_connection_options,
+    listen_argument,
+    reach,
+    secret_option,
+    target_argument,
+)
+from dltui.client.run_job import run
+from dltui.client.target import Target
+from dltui.protocol.messages import KernelPlan, ModelPlan
+
+
+def _names(allowed: tuple[str, ...]):
+    def parse(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in names if name not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'} (choose from {', '.join(allowed)})"
+            )
+        return names
+
+    return parse
+
+
+def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
+    """Where a benchmark runs: the same options for every `dltui bench` command."""
+    parser.add_argument(
+        "--agent",
+        type=target_argument,
+        action="append",
+        metavar="AGENT",
+        help="an agent (default: local; see 'reaching agents'); repeat it to run on several "
+        "servers side by side (or, " + across_help + ", as one run across them)",
+    )
+    parser.add_argument(
+        "--rendezvous",
+        type=listen_argument,
+        metavar="HOST:PORT",
+        help="where rank 0 waits in a run across servers (default: the first agent, port 29500)",
+    )
+    parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    add_connection_options(parser)
+
+
+def _kernels_parser() -> argparse.ArgumentParser:
+    from dltui.bench import plan
+
+    parser = argparse.ArgumentParser(
+        prog="dltui bench kernels",
+        description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
+        "agent (this machine by default) and print a table as results arrive.",
+    )
+    _agents_options(parser, "with --kind allreduce")
+    parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
+    parser.add_argument("--set", dest="shape_set", choices=plan.SHAPE_SETS, default="quick")
+    parser.add_argument(
+        "--kind", type=_names(plan.KINDS), default=["gemm", "conv", "rnn"], metavar="K,K"
+    )
+    parser.add_argument(
+        "--precision", type=_names(plan.PRECISIONS), default=["fp32"], metavar="P,P"
+    )
+    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
+    parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
+    parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
+    parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
+    return parser
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 0:
+        raise argparse.ArgumentTypeError(f"expected GPU counts like 1,2,4,8 (0: all), got {text!r}")
+    return counts
+
+
+def _models_parser() -> argparse.ArgumentParser:
+    from dltui.bench import plan
+
+    parser = argparse.ArgumentParser(
+        prog="dltui bench models",
+        description="Train CNNs (ResNet-50, VGG-16, GoogLeNet, AlexNet) on synthetic "
+        "ImageNet-shaped data and print images/s: on one GPU, a scale-up sweep over GPU counts, "
+        "or one run across servers. With --data and --target-accuracy, train on a folder of "
+        "images until the held-out top-1 reaches the target (time to accuracy).",
+        epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
+        "compiled, and each model's tuned batch; on a CPU fp32, eager, tf_cnn_benchmarks' batch.",
+    )
+    _agents_options(parser, "with --scale-out")
+    parser.add_argument(
+        "--scale-out",
+        action="store_true",
+        help="one run across the --agent servers (after baselines on the first)",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="with --scale-out: skip the one-GPU and one-server baselines",
+    )
+    parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
+    parser.add_argument(
+        "--model",
+        type=_names(plan.MODELS),
+        default=["resnet50"],
+        metavar="M,M",
+        help=f"models ({','.join(plan.MODELS)}); default resnet50",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=_counts,
+        default=None,
+        metavar="N,N",
+        help="GPU counts, a scale-up sweep (default 1; with --scale-out 0: all)",
+    )
+    parser.add_argument("--batch", type=int, help="images per GPU per step")
+    parser.add_argument("--precision", choices=plan.MODEL_PRECISIONS)
+    parser.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument(
+        "--compile", action=argparse.BooleanOptionalAction, default=None, help="torch.compile / XLA"
+    )
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps (default 10)")
+    parser.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
+    parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--classes", type=int, default=1000)
+    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
+    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument(
+        "--data", metavar="DIR", help="a folder of images on the agent, one sub-folder per class"
+    )
+    parser.add_argument(
+        "--target-accuracy",
+        type=float,
+        metavar="TOP1",
+        help="held-out top-1 (0-1) that ends a --data run",
+    )
+    parser.add_argument("--max-epochs", type=int, default=50)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """`dltui bench kernels|models ARGS`."""
+    if not argv or argv[0] not in ("kernels", "models"):
+        print("usage: dltui bench kernels|models [options]   (see dltui bench models --help)")
+        return 2
+    parser = _kernels_parser() if argv[0] == "kernels" else _models_parser()
+    args = parser.parse_args(argv[1:])
+    secret = secret_option(parser, args.secret_file)
+    targets = reach(parser, args, args.agent or [Target("local")])
+    plan: KernelPlan | ModelPlan
+    if argv[0] == "kernels":
+        plan = KernelPlan(
+            framework=args.framework,
+            shape_set=args.shape_set,
+            kinds=args.kind,
+            precisions=args.precision,
+            device=args.device,
+            gpus=args.gpus,
+            iterations=args.iterations,
+            max_seconds=args.max_seconds,
+            timeout_s=args.timeout,
+        )
+        across = is_across(plan, len(targets))
+    else:
+        data = str(Path(args.data).absolute()) if args.data else None
+        plan = ModelPlan(
+            framework=args.framework,
+            models=args.model,
+            gpus=args.gpus or [0 if args.scale_out else 1],
+            batch=args.batch,
+            precision=args.precision,
+            channels_last=args.channels_last,
+            compile=args.compile,
+            warmup=args.warmup,
+            steps=args.steps,
+            image_size=args.image_size,
+            classes=args.classes,
+            device=args.device,
+            learning_rate=args.learning_rate,
+            data_dir=data,
+            target_accuracy=args.target_accuracy,
+            max_epochs=args.max_epochs,
+            timeout_s=args.timeout,
+        )
+        across = args.scale_out
+    return run(targets, plan, secret, args.json, across, args.rendezvous,
+               baselines=not getattr(args, "no_baseline", False))  # fmt: skip
