@@ -76,7 +76,11 @@ def start_agent(*args: str, listen: str = "127.0.0.1:0", wait: bool = True) -> A
 
     threading.Thread(target=drain, daemon=True).start()
     if wait:
-        assert ready.wait(20), "agent did not start"
+        started = ready.wait(20)
+        if not (started and agent.port is not None):
+            process.kill()  # never left running behind a failed test
+            process.wait()
+        assert started, "agent did not start"
         assert agent.port is not None, "agent exited: " + "\n".join(agent.log)
     return agent
 

@@ -101,19 +101,20 @@ async def record(
     print(f"dltui record: recording {len(targets)} agent(s) to {path}", file=sys.stderr)
     state: JobState = "done"
     try:
-        waits = [asyncio.ensure_future(stop.wait())]
+        stopped = asyncio.ensure_future(stop.wait())
+        waits = [stopped]
         if plans:
             waits.append(asyncio.ensure_future(_run_plans(plans, connections, tee)))
         done, pending = await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
-        for future in pending:
-            future.cancel()
-        finished = [f for f in done if f is not waits[0]]
+        finished = [f for f in done if f is not stopped]
         if finished:
             state = finished[0].result()
             # A moment more, so the telemetry shows the servers settling after the plan.
-            await asyncio.wait([waits[0]], timeout=AFTER_PLAN_S)
+            await asyncio.wait([stopped], timeout=AFTER_PLAN_S)
         elif plans:
             state = "cancelled"  # stopped by a signal or the duration before the plan ended
+        for future in (*pending, stopped):
+            future.cancel()
     except TimeoutError:
         print("dltui record: not every agent answered within 60 s", file=sys.stderr)
         state = "failed"
