@@ -66,3 +66,28 @@ def throughput_result(
         spread=spread([images / t for t in step_times]),
         step_times=[round(t, 7) for t in step_times],
     )
+
+
+def accuracy_result(
+    job: TrainJob,
+    settings: Settings,
+    framework: str,
+    device: str,
+    replicas: int,
+    image_size: int,
+    steps: int,
+    training_s: float,
+    reached_s: float | None,
+    accuracy: float,
+    epochs: int,
+) -> ModelResult:
+    """The result of a time-to-accuracy run: images/s over its training steps alone, the
+    time it took to reach the target (None: not within its epochs)."""
+    return ModelResult(
+        model=job.model, framework=framework, device=device, precision=settings.precision,
+        gpus=replicas, batch=settings.batch, servers=job.servers, image_size=image_size,
+        compiled=settings.compile, channels_last=settings.channels_last, steps=steps,
+        images_per_s=replicas * settings.batch * steps / training_s, data="folder",
+        time_to_accuracy_s=reached_s, accuracy=accuracy, target_accuracy=job.target_accuracy,
+        epochs=epochs,
+    )  # fmt: skip

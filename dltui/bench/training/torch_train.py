@@ -20,7 +20,12 @@ from typing import Any
 from dltui.bench.models import torch_zoo
 from dltui.bench.ranks import Reporter, ShouldStop
 from dltui.bench.training import TrainJob
-from dltui.bench.training.settings import Settings, resolve, throughput_result
+from dltui.bench.training.settings import (
+    Settings,
+    accuracy_result,
+    resolve,
+    throughput_result,
+)
 from dltui.protocol.messages import ModelResult
 
 WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default
@@ -229,14 +234,9 @@ class _Trainer:
             if accuracy >= (job.target_accuracy or 1.0):
                 reached = time.perf_counter() - start
                 break
-        trained = per_step * steps_per_epoch * epochs
-        return ModelResult(
-            model=job.model, framework="torch", device=self.device.type,
-            precision=settings.precision, gpus=self.world, batch=settings.batch,
-            servers=job.servers, image_size=job.image_size, compiled=settings.compile,
-            channels_last=settings.channels_last, steps=steps_per_epoch * epochs,
-            images_per_s=trained / training_s, data="folder", time_to_accuracy_s=reached,
-            accuracy=accuracy, target_accuracy=job.target_accuracy, epochs=epochs,
+        return accuracy_result(
+            job, settings, "torch", self.device.type, self.world, job.image_size,
+            steps_per_epoch * epochs, training_s, reached, accuracy, epochs,
         )  # fmt: skip
 
     def _pixels(self, batch: Any) -> Any:
