@@ -50,28 +50,25 @@ def check_plan(plan: Plan) -> Plan:
     return plan
 
 
-def _one_of(problems: list[str], what: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        problems.append(f"unknown {what} {value!r} (one of: {', '.join(allowed)})")
+def _unknown(what: str, values: list[str], allowed: tuple[str, ...]) -> list[str]:
+    """A problem for each of `values` that is not one of `allowed`."""
+    choices = ", ".join(allowed)
+    return [f"unknown {what} {value!r} (one of: {choices})" for value in values
+            if value not in allowed]  # fmt: skip
 
 
 def _kernel_problems(plan: KernelPlan) -> list[str]:
-    problems: list[str] = []
-
-    def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
-        _one_of(problems, what, value, allowed)
-
-    one_of("framework", plan.framework, FRAMEWORKS)
-    one_of("shape set", plan.shape_set, SHAPE_SETS)
-    one_of("device", plan.device, DEVICES)
+    problems = [
+        *_unknown("framework", [plan.framework], FRAMEWORKS),
+        *_unknown("shape set", [plan.shape_set], SHAPE_SETS),
+        *_unknown("device", [plan.device], DEVICES),
+        *_unknown("kernel", plan.kinds, KINDS),
+        *_unknown("precision", plan.precisions, PRECISIONS),
+    ]
     if not plan.kinds:
         problems.append("no kernel kinds")
-    for kind in plan.kinds:
-        one_of("kernel", kind, KINDS)
     if not plan.precisions:
         problems.append("no precisions")
-    for precision in plan.precisions:
-        one_of("precision", precision, PRECISIONS)
     if len(set(plan.kinds)) != len(plan.kinds) or len(set(plan.precisions)) != len(plan.precisions):
         problems.append("kinds and precisions must not repeat")
     if not 0 <= plan.gpus <= MAX_GPUS:
@@ -93,23 +90,19 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
 
 
 def _model_problems(plan: ModelPlan) -> list[str]:
-    problems: list[str] = []
-
-    def one_of(what: str, value: str, allowed: tuple[str, ...]) -> None:
-        _one_of(problems, what, value, allowed)
+    problems = [
+        *_unknown("framework", [plan.framework], FRAMEWORKS),
+        *_unknown("device", [plan.device], DEVICES),
+        *_unknown("precision", [plan.precision] if plan.precision else [], MODEL_PRECISIONS),
+        *_unknown("model", plan.models, MODELS),
+    ]
 
     def within(what: str, value: float | None, low: float, high: float) -> None:
         if value is not None and not (math.isfinite(value) and low <= value <= high):
             problems.append(f"{what} must be {low:g}-{high:g}, got {value}")
 
-    one_of("framework", plan.framework, FRAMEWORKS)
-    one_of("device", plan.device, DEVICES)
-    if plan.precision is not None:
-        one_of("precision", plan.precision, MODEL_PRECISIONS)
     if not plan.models:
         problems.append("no models")
-    for model in plan.models:
-        one_of("model", model, MODELS)
     if not plan.gpus:
         problems.append("no GPU counts")
     if len(set(plan.models)) != len(plan.models) or len(set(plan.gpus)) != len(plan.gpus):

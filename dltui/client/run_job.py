@@ -121,7 +121,8 @@ class BenchRun:
         return {part.job for step in self.campaign.steps for part in step.parts if part.job}
 
     def _show(self, watch: _Watch, message: Message) -> None:
-        if getattr(message, "job", None) not in self._jobs():
+        job = getattr(message, "job", None)  # samples carry none: most frames stop here
+        if job is None or job not in self._jobs():
             return
         prefix = f"{watch.name[:24]:<24} " if self.several else ""
         if isinstance(message, JobProgress):

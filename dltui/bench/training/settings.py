@@ -51,16 +51,7 @@ def throughput_result(
     images = replicas * settings.batch
     total = sum(step_times)
     return ModelResult(
-        model=job.model,
-        framework=framework,
-        device=device,
-        precision=settings.precision,
-        gpus=replicas,
-        batch=settings.batch,
-        servers=job.servers,
-        image_size=image_size,
-        compiled=settings.compile,
-        channels_last=settings.channels_last,
+        **_what_ran(job, settings, framework, device, replicas, image_size),
         steps=len(step_times),
         images_per_s=images * len(step_times) / total,
         spread=spread([images / t for t in step_times]),
@@ -84,10 +75,24 @@ def accuracy_result(
     """The result of a time-to-accuracy run: images/s over its training steps alone, the
     time it took to reach the target (None: not within its epochs)."""
     return ModelResult(
-        model=job.model, framework=framework, device=device, precision=settings.precision,
-        gpus=replicas, batch=settings.batch, servers=job.servers, image_size=image_size,
-        compiled=settings.compile, channels_last=settings.channels_last, steps=steps,
-        images_per_s=replicas * settings.batch * steps / training_s, data="folder",
-        time_to_accuracy_s=reached_s, accuracy=accuracy, target_accuracy=job.target_accuracy,
+        **_what_ran(job, settings, framework, device, replicas, image_size),
+        steps=steps,
+        images_per_s=replicas * settings.batch * steps / training_s,
+        data="folder",
+        time_to_accuracy_s=reached_s,
+        accuracy=accuracy,
+        target_accuracy=job.target_accuracy,
         epochs=epochs,
-    )  # fmt: skip
+    )
+
+
+def _what_ran(
+    job: TrainJob, settings: Settings, framework: str, device: str, replicas: int, size: int
+) -> dict[str, object]:
+    """The fields every training result has: the run's model, place and settings."""
+    return {
+        "model": job.model, "framework": framework, "device": device,
+        "precision": settings.precision, "gpus": replicas, "batch": settings.batch,
+        "servers": job.servers, "image_size": size, "compiled": settings.compile,
+        "channels_last": settings.channels_last,
+    }  # fmt: skip
