@@ -8,11 +8,15 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -22,52 +26,71 @@ def terminal():
     name = f"dltui-test-{uuid.uuid4().hex[:8]}"
     env = os.environ | {"TERM": "xterm-256color"}
 
-    def tmux(*args: str) -> str:
-        done = subprocess.run(["tmux", *args], capture_output=True, text=True, env=env)
+    # A tmux server of its own: one shared with the test before may still be exiting when this
+    # session is created, and would take it down with it.
+    server = Path(tempfile.gettempdir()) / f"{name}.sock"
+
+    def tmux(*args: str, check: bool = False) -> str:
+        done = subprocess.run(
+            ["tmux", "-S", str(server), *args], capture_output=True, text=True, env=env
+        )
+        if check and done.returncode:
+            raise AssertionError(f"tmux {args[0]} failed: {done.stderr.strip()}")
         return done.stdout
 
     command = f"cd {ROOT} && {sys.executable} -m dltui"
-    tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", command)
+    tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", command, check=True)
 
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", name)
+    def until(seen: Callable[[str], object], timeout: float, what: str) -> object:
+        """Read the pane until `seen(text)` holds; a timeout shows the screen that was there."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = tmux("capture-pane", "-p", "-t", name)
+            if found := seen(text):
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout} s waiting for {what}; the screen:\n{text}"
+                )
+            time.sleep(0.1)  # ok: a person's pace; each poll is a tmux process on 2 cores
 
     def keys(*typed: str) -> None:
         tmux("send-keys", "-t", name, *typed)
 
-    yield screen, keys
-    tmux("kill-session", "-t", name)
+    yield until, keys
+    tmux("kill-server")
+    server.unlink(missing_ok=True)
 
 
 def test_a_user_sees_this_machine_asks_for_help_and_quits(terminal):
-    screen, keys = terminal
+    until, keys = terminal
     host = socket.gethostname()[:20]
-    wait_for(lambda: host in screen() and "● live" in screen() and "cpu" in screen(),
-             timeout=30, what="the live host")  # fmt: skip
-    assert "q Quit" in screen()
+    screen = until(lambda text: host in text and "● live" in text and "cpu" in text and text,
+                   timeout=60, what="the live host")  # fmt: skip
+    assert "q Quit" in screen
     keys("?")
-    wait_for(lambda: "dltui help" in screen(), timeout=10, what="the help screen")
+    until(lambda text: "dltui help" in text, timeout=10, what="the help screen")
     keys("Escape")
-    wait_for(lambda: "dltui help" not in screen(), timeout=10, what="help to close")
+    until(lambda text: "dltui help" not in text, timeout=10, what="help to close")
     keys("q")
-    wait_for(lambda: "● live" not in screen(), timeout=15, what="dltui to exit")
+    until(lambda text: "● live" not in text, timeout=15, what="dltui to exit")
 
 
 def test_a_user_starts_a_benchmark_from_the_launcher_and_reads_its_result(terminal):
     pytest.importorskip("torch")
-    screen, keys = terminal
-    wait_for(lambda: "● live" in screen() and "b Benchmark" in screen(), timeout=30,
-             what="the live host and the key that runs a benchmark")  # fmt: skip
+    until, keys = terminal
+    until(lambda text: "● live" in text and "b Benchmark" in text, timeout=60,
+          what="the live host and the key that runs a benchmark")  # fmt: skip
     keys("b")
-    wait_for(lambda: "Run a benchmark" in screen() and "Smoke test" in screen(), timeout=10,
-             what="the launcher")  # fmt: skip
+    until(lambda text: "Run a benchmark" in text and "Smoke test" in text, timeout=10,
+          what="the launcher")  # fmt: skip
     keys("s")  # the first plan, on the server chosen already
-    wait_for(lambda: "Smoke test · done" in screen(), timeout=120, what="the run to finish")
+    until(lambda text: "Smoke test · done" in text, timeout=120, what="the run to finish")
     keys("v")
-    wait_for(lambda: re.search(r"gemm 64x64x64 NN fwd fp32 +[\d.]+ [GT]FLOP/s", screen()),
-             timeout=10, what="the result in the results view")  # fmt: skip
+    until(lambda text: re.search(r"gemm 64x64x64 NN fwd fp32 +[\d.]+ [GT]FLOP/s", text),
+          timeout=10, what="the result in the results view")  # fmt: skip
     keys("Escape")
-    wait_for(lambda: "Run a benchmark" not in screen() and "● live" in screen(), timeout=10,
-             what="the server view again")  # fmt: skip
+    until(lambda text: "Run a benchmark" not in text and "● live" in text, timeout=10,
+          what="the server view again")  # fmt: skip
     keys("q")
-    wait_for(lambda: "● live" not in screen(), timeout=15, what="dltui to exit")
+    until(lambda text: "● live" not in text, timeout=15, what="dltui to exit")
