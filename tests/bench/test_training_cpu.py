@@ -93,10 +93,10 @@ def digits(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize(("framework", "target"), [("torch", 0.8), ("tensorflow", 0.5)])
+@pytest.mark.parametrize(("framework", "target"), [("torch", 0.8), ("tensorflow", 0.3)])
 def test_time_to_accuracy_on_a_folder_of_real_images(digits, framework, target):
-    """GoogLeNet learns the digits in a few epochs (tf_cnn_benchmarks' GoogLeNet has no batch
-    norm and starts slower: a lower target)."""
+    """GoogLeNet learns the digits in a few epochs. tf_cnn_benchmarks' GoogLeNet has no batch
+    norm and starts slower: its target, three times chance, keeps the test to four epochs."""
     pytest.importorskip(framework)
     plan = ModelPlan(
         framework=framework, models=["googlenet"], device="cpu", image_size=32, batch=32,
