@@ -33,6 +33,16 @@ def _rate(text: str) -> float:
     return rate
 
 
+def _nvml_timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 3600], got {text!r}")
+    return seconds
+
+
 def _tui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui",
@@ -79,6 +89,10 @@ def _agent_parser() -> argparse.ArgumentParser:
     where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
     parser.add_argument("--rate", type=_rate, default=10.0, help="samples per second (default 10)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument(
+        "--nvml-timeout", type=_nvml_timeout, default=30.0, metavar="S",
+        help="go on without GPUs if NVML has not started in S seconds (default 30)",
+    )  # fmt: skip
     parser.add_argument(
         "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
     )
@@ -148,7 +162,7 @@ def _run_agent(argv: list[str]) -> int:
     from dltui.agent.main import run
 
     listen = None if args.stdio else args.listen
-    return run(listen=listen, rate_hz=args.rate, secret=secret, tls=tls)
+    return run(listen, args.rate, secret, tls, nvml_timeout=args.nvml_timeout)
 
 
 def _server_tls(parser: argparse.ArgumentParser, args: argparse.Namespace):

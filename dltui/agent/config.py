@@ -7,6 +7,7 @@
     tls_key = "/etc/dltui/agent.key"
     tls_client_ca = "/etc/dltui/clients-ca.pem"
     log_level = "info"
+    nvml_timeout = 30              # then the agent goes on without GPUs
 
 The keys are the command-line options' names (with `_` for `-`); an option given on the command
 line wins over the file.
@@ -37,7 +38,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigFileError(f"cannot read config {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"config {path} is not valid TOML: {exc}") from exc
-    known = {"listen", "stdio", "rate", "log_level", *_PATHS}
+    known = {"listen", "stdio", "rate", "log_level", "nvml_timeout", *_PATHS}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(
@@ -67,6 +68,10 @@ def _setting(key: str, value: Any) -> Any:
     if key == "rate":
         if type(value) not in (int, float) or not 0 < value <= 100:
             raise ValueError(f"expected a number of Hz in (0, 100], got {value!r}")
+        return float(value)
+    if key == "nvml_timeout":
+        if type(value) not in (int, float) or not 0 < value <= 3600:
+            raise ValueError(f"expected seconds in (0, 3600], got {value!r}")
         return float(value)
     if key == "log_level":
         if value not in LOG_LEVELS:

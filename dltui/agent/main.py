@@ -8,7 +8,7 @@ import ssl
 import sys
 
 from dltui.agent.server import Agent, ConfigError, run_until_signal, stable_agent_id
-from dltui.telemetry.sampler import Sampler
+from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +18,12 @@ def run(
     rate_hz: float,
     secret: bytes | None,
     tls: ssl.SSLContext | None = None,
+    nvml_timeout: float = OPEN_DEADLINE,
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
     clean stop."""
     # The sampler calls `agent` only after start(), by which time it exists.
-    sampler = Sampler(rate_hz, on_sample=lambda sample: agent.on_sample(sample))
+    sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout)
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls)
 

@@ -93,6 +93,13 @@ class NvmlGateway:
     def gpus(self) -> list[GpuInfo]:
         return [dev.info for dev in self._devices]
 
+    @classmethod
+    def unavailable(cls, reason: str) -> NvmlGateway:
+        """A gateway with no GPUs that never touches NVML; `error` is `reason`."""
+        gateway = cls()
+        gateway._opened, gateway.error = True, reason
+        return gateway
+
     # --- start and stop ----------------------------------------------------------------------
 
     def open(self) -> None:
@@ -107,16 +114,15 @@ class NvmlGateway:
                 self.error = f"nvidia-ml-py is not installed: {exc}"
                 return
             self._nvml = pynvml
-        nvml = self._nvml
         try:
-            nvml.nvmlInit()
-        except nvml.NVMLError as exc:
+            self._call("nvmlInit")
+        except (_Missing, self._nvml.NVMLError) as exc:
             self.error = self._init_reason(exc)
             return
         self._initialized = True
         try:
-            count = nvml.nvmlDeviceGetCount()
-        except nvml.NVMLError as exc:
+            count = self._call("nvmlDeviceGetCount")
+        except (_Missing, self._nvml.NVMLError) as exc:
             self.error = f"NVML cannot count the GPUs: {exc}"
             return
         self.driver_version = _text(self._quiet("nvmlSystemGetDriverVersion"))

@@ -74,6 +74,11 @@ class CallWatch:
         self._local.slot = None
         raise CallAbandoned(slot.call)
 
+    def last_call(self, thread: threading.Thread) -> str | None:
+        """The NVML call a watched thread is in, or made last."""
+        slot = self._slots.get(thread.ident or 0)
+        return slot.call if slot is not None and slot.call else None
+
     def abandon_stuck(self) -> list[int]:
         """The threads (by ident) stuck past their deadline, now abandoned; their GPUs hung."""
         now = time.monotonic()

@@ -42,6 +42,9 @@ FAST_DEADLINE = 0.25
 SLOW_DEADLINE = 2.0
 """The same for one slow read (the longest, the PCIe call, blocks about 20 ms)."""
 WATCH_INTERVAL = 0.1
+OPEN_DEADLINE = 30.0
+"""Seconds NVML may take to start and list the GPUs (seconds per GPU without persistence mode)
+before the agent goes on without them."""
 
 SlowValues = dict[int, dict[str, tuple[float, float]]]
 """GPU index -> field -> (value, monotonic time it was read)."""
@@ -57,10 +60,12 @@ class Sampler:
         gateway: NvmlGateway | None = None,
         *,
         host: HostSampler | None = None,
+        open_deadline: float = OPEN_DEADLINE,
     ) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
         self.rate_hz = rate_hz
+        self.open_deadline = open_deadline
         self.period = 1.0 / rate_hz
         self._on_sample = on_sample
         self._gateway = gateway if gateway is not None else NvmlGateway()
@@ -83,8 +88,36 @@ class Sampler:
     def inventory(self) -> Inventory:
         """The machine's inventory, taken once (this opens NVML)."""
         if self._inventory is None:
-            self._inventory = build_inventory(self._gateway)
+            self._inventory = self._take_inventory()
         return self._inventory
+
+    def _take_inventory(self) -> Inventory:
+        # NVML can hang as it starts (a GPU fallen off the bus, a wedged driver): past the
+        # deadline the agent goes on with no GPUs rather than never serving. The stuck gateway
+        # is left as it is: closing NVML under a call still inside it could crash the process.
+        taken: list[Inventory] = []
+        failed: list[BaseException] = []
+
+        def take() -> None:
+            self._gateway.watch.watch_this_thread(self.open_deadline)
+            try:
+                taken.append(build_inventory(self._gateway))
+            except BaseException as exc:  # raised again on the caller's thread
+                failed.append(exc)
+
+        opener = threading.Thread(target=take, name="dltui-nvml-open", daemon=True)
+        opener.start()
+        opener.join(self.open_deadline)
+        if failed:
+            raise failed[0]
+        if taken:
+            return taken[0]
+        call = self._gateway.watch.last_call(opener) or "start"
+        reason = (f"NVML {call} did not return within {self.open_deadline:g} s of the agent's "
+                  "start: no GPU is sampled until the agent restarts")  # fmt: skip
+        log.warning("%s", reason)
+        self._gateway = NvmlGateway.unavailable(reason)
+        return build_inventory(self._gateway)
 
     def start(self) -> None:
         if self._threads:

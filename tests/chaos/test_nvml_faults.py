@@ -98,6 +98,37 @@ def test_stop_leaves_nvml_open_under_a_thread_still_stuck_in_it():
     release.set()
 
 
+@pytest.mark.parametrize("call", ["nvmlInit", "nvmlDeviceGetName"])
+def test_nvml_hung_as_it_starts_costs_the_gpus_not_the_agent(call):
+    """Past the open deadline the sampler goes on with the host alone and says which call hung;
+    when the call returns at last, the GPUs stay out: clients were told there are none."""
+    gpus = [FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1")]
+    nvml = FakeNvml(gpus)
+    if call == "nvmlInit":
+        release, start = threading.Event(), nvml.nvmlInit
+        nvml.nvmlInit = lambda: release.wait(60) and start()
+    else:
+        release = hang(nvml, call, gpus[1])
+    collected = Samples()
+    sampler = Sampler(20, collected, gateway=NvmlGateway(nvml=nvml), open_deadline=0.5)
+    try:
+        sampler.start()
+        inventory = sampler.inventory
+        assert inventory.gpus == []
+        assert inventory.nvml_error.startswith(f"NVML {call} did not return within 0.5 s")
+        wait_for(lambda: len(collected.samples) >= 5, what="host samples")
+        assert "cpu" in collected.samples[-1].host.values
+        release.set()
+        wait_for(lambda: gpu_threads("dltui-nvml-open") == 0, what="the late start to end")
+        seen = len(collected.samples)
+        wait_for(lambda: len(collected.samples) >= seen + 5, what="samples after it")
+        assert all(sample.gpus == [] for sample in collected.samples)
+    finally:
+        release.set()
+        sampler.stop()
+    assert nvml.calls["nvmlShutdown"] == 0  # the gateway that hung is never shut down
+
+
 FAULTS = {
     "gpus": [
         {"faults": {"nvmlDeviceGetPowerUsage": "NotSupported"}},
@@ -109,12 +140,29 @@ FAULTS = {
 
 
 @pytest.fixture
-def faulty_agent(agent_factory, monkeypatch):
-    # The hanging call is one the inventory does not make: a hang while the agent starts
-    # (NVML's own start included) still holds the start up.
+def fake_nvml(monkeypatch):
+    """Agents started after this import the fake NVML; the test sets its faults."""
     monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(FAULTS))
+    return lambda faults: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(faults))
+
+
+@pytest.fixture
+def faulty_agent(agent_factory, fake_nvml):
+    fake_nvml(FAULTS)  # the hanging call is one the inventory does not make
     return agent_factory()
+
+
+async def test_an_agent_whose_nvml_hangs_as_it_starts_serves_the_host(agent_factory, fake_nvml):
+    fake_nvml({"gpus": [{}, {"hangs": ["nvmlDeviceGetName"]}]})
+    agent = agent_factory("--nvml-timeout", "1")
+    client, welcome = await connect(agent.address)
+    assert welcome.inventory.gpus == []
+    assert "NVML nvmlDeviceGetName did not return within 1 s" in welcome.inventory.nvml_error
+    await client.stream.send(Subscribe(1, 10.0))
+    samples = await collect_samples(client.stream, 1.0)
+    assert len(samples) >= 5 and all(sample.gpus == [] for sample in samples)
+    assert any("nvmlDeviceGetName did not return" in line for line in agent.log)
+    await client.close()
 
 
 async def test_an_agent_with_failing_gpus_keeps_serving(faulty_agent):

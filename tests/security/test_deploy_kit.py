@@ -17,7 +17,7 @@ AGENTS = ROOT / "agents"
 
 def test_the_example_config_is_a_valid_agent_config():
     settings = load_config(AGENTS / "agent.toml")
-    assert settings["listen"] == ("0.0.0.0", 7070)
+    assert settings["listen"] == ("0.0.0.0", 7070) and settings["nvml_timeout"] == 30.0
     assert settings["secret_file"].startswith("/run/credentials/dltui-agent.service/")
 
 

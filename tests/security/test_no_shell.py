@@ -78,9 +78,11 @@ def test_hostile_addresses_are_usage_errors(hostile, tmp_path):
 
 def test_the_agent_reads_and_checks_its_config_file(tmp_path, secret_file):
     good = tmp_path / "agent.toml"
-    good.write_text(f'listen = "0.0.0.0:7070"\nrate = 5\nsecret_file = "{secret_file}"\n')
+    good.write_text(f'listen = "0.0.0.0:7070"\nrate = 5\nsecret_file = "{secret_file}"\n'
+                    "nvml_timeout = 90\n")  # fmt: skip
     assert load_config(good) == {
         "listen": ("0.0.0.0", 7070), "rate": 5.0, "secret_file": str(secret_file),
+        "nvml_timeout": 90.0,
     }  # fmt: skip
     bad = tmp_path / "bad.toml"
     for text, words in [
@@ -89,6 +91,7 @@ def test_the_agent_reads_and_checks_its_config_file(tmp_path, secret_file):
         ("rate = 1000\n", "rate: expected a number of Hz in (0, 100]"),
         ('rate = "fast"\n', "rate: expected a number"),
         ('log_level = "trace"\n', "log_level: expected one of debug, info, warning"),
+        ("nvml_timeout = 0\n", "nvml_timeout: expected seconds in (0, 3600]"),
         ('stdio = true\nlisten = "127.0.0.1:1"\n', "exclude each other"),
         ("listen = [\n", "not valid TOML"),
     ]:
