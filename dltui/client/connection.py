@@ -54,6 +54,15 @@ SILENCE_LIMIT = 5.0  # no frame at all for this long: the agent is treated as go
 SILENCE_GRACE = 1.0
 BACKOFF = (0.25, 0.5, 1.0, 2.0)
 AUTH_RETRY = 10.0
+HANDSHAKE_TIMEOUT = 10.0
+STARTED_AGENT_TIMEOUT = 45.0
+"""The handshake's limit with an agent the client starts: the agent says hello once it has
+started, and it waits up to 30 s for NVML before going on without GPUs (--nvml-timeout)."""
+
+
+def handshake_timeout(target: Target) -> float:
+    return STARTED_AGENT_TIMEOUT if target.starts_agent else HANDSHAKE_TIMEOUT
+
 
 OnMessage = Callable[[str, Message], None]
 
@@ -66,10 +75,11 @@ async def handshake(
     stream: MessageStream,
     secret: bytes | None,
     client_name: str,
-    timeout: float = 10.0,
+    timeout: float = HANDSHAKE_TIMEOUT,
     clock: ClockEstimator | None = None,
 ) -> Welcome:
-    """Authenticate to an agent; AuthError when either side's proof fails.
+    """Authenticate to an agent; AuthError when either side's proof fails, TimeoutError when
+    the agent says nothing in time (an agent that hangs, not one that refuses).
 
     With `clock`, the auth → welcome round trip is its first exchange, so the agent's clock
     offset is known before the first sample arrives.
@@ -118,7 +128,7 @@ async def handshake(
         why = f" ({exc})" if str(exc) != "connection closed" else ""
         raise AuthError(f"the agent closed the connection during the handshake{why}") from exc
     except TimeoutError as exc:
-        raise AuthError("no handshake from the agent in time") from exc
+        raise TimeoutError(f"no handshake from the agent within {timeout:g} s") from exc
 
 
 class AgentConnection:
@@ -204,8 +214,9 @@ class AgentConnection:
         try:
             stream = transport.stream
             self.welcome = welcome = await handshake(
-                stream, self.secret, socket.gethostname(), clock=self.clock
-            )
+                stream, self.secret, socket.gethostname(), handshake_timeout(self.target),
+                self.clock,
+            )  # fmt: skip
             self.on_message(self.source, welcome)
             await stream.send(Subscribe(next(self._seq), self.rate_hz))
             self._link("live")

@@ -7,7 +7,7 @@ import json
 import socket
 import sys
 
-from dltui.client.connection import handshake
+from dltui.client.connection import handshake, handshake_timeout
 from dltui.client.target import Target
 from dltui.client.transport import failure_reason, open_transport
 from dltui.formatting import fmt_bytes, fmt_value
@@ -27,7 +27,7 @@ async def fetch(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
     transport = await open_transport(target)
     try:
         stream = transport.stream
-        welcome = await handshake(stream, secret, socket.gethostname())
+        welcome = await handshake(stream, secret, socket.gethostname(), handshake_timeout(target))
         await stream.send(Subscribe(1, 10.0))
 
         async def next_sample() -> Sample:

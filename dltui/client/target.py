@@ -67,6 +67,12 @@ class Target:
         address = f"{host}:{self.port}"
         return f"tls://{address}" if self.kind == "tls" else address
 
+    @property
+    def starts_agent(self) -> bool:
+        """Whether reaching this target starts its agent (`dltui agent --stdio`), so its first
+        frame waits for the agent's start, NVML's included."""
+        return self.kind in ("local", "ssh")
+
     def reached_with(self, tls: TlsOptions | None, ssh: SshOptions | None) -> Target:
         """This target with the client's TLS and SSH options: a bare HOST:PORT uses TLS when
         any TLS option is given, so `--tls-ca` alone secures every TCP agent."""

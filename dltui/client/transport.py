@@ -39,7 +39,7 @@ def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (is the agent running?)"
     if isinstance(exc, TimeoutError):
-        return "timed out"
+        return str(exc) or "timed out"
     if isinstance(exc, socket.gaierror):
         return f"unknown host ({exc.strerror})"
     if isinstance(exc, OSError) and exc.strerror:

@@ -7,10 +7,12 @@ import json
 import socket
 import subprocess
 
-from dltui.client.connection import AgentConnection
+from dltui.client import connection as connection_module
+from dltui.client.connection import STARTED_AGENT_TIMEOUT, AgentConnection, handshake_timeout
 from dltui.client.target import Target, parse_target
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import Link, Sample
+from dltui.telemetry.sampler import OPEN_DEADLINE
 from tests.conftest import ROOT, dltui_command
 
 
@@ -60,6 +62,37 @@ async def test_reconnects_after_the_agent_restarts(agent_factory):
     finally:
         await connection.stop()
         task.cancel()
+
+
+async def test_an_agent_that_never_says_hello_is_offline_and_tried_again(monkeypatch):
+    """A hung agent is not a refusal: the link goes offline with the reason and is retried
+    at the usual pace, not after the pause that follows a wrong secret."""
+    monkeypatch.setattr(connection_module, "HANDSHAKE_TIMEOUT", 0.3)
+    accepted: list[asyncio.StreamWriter] = []
+    silent = await asyncio.start_server(lambda _, writer: accepted.append(writer), "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    links: list[Link] = []
+    connection = AgentConnection(parse_target(f"127.0.0.1:{port}"),
+                                 lambda _, m: isinstance(m, Link) and links.append(m))  # fmt: skip
+    task = asyncio.create_task(connection.run())
+    try:
+        await wait_until(lambda: len(accepted) >= 3, timeout=10, what="three attempts")
+        states = [link.state for link in links]
+        assert "auth_failed" not in states and "offline" in states
+        offline = next(link for link in links if link.state == "offline")
+        assert offline.detail == "no handshake from the agent within 0.3 s"
+    finally:
+        await connection.stop()
+        task.cancel()
+        silent.close()
+
+
+def test_an_agent_the_client_starts_has_time_to_give_up_on_nvml():
+    """local and ssh:// start their agent, whose hello waits for NVML's start (up to its
+    deadline, then it goes on without GPUs): the client waits longer than that."""
+    assert handshake_timeout(Target("local")) == STARTED_AGENT_TIMEOUT > OPEN_DEADLINE + 5
+    assert handshake_timeout(parse_target("ssh://gpu-host")) == STARTED_AGENT_TIMEOUT
+    assert handshake_timeout(parse_target("gpu-host:7070")) < OPEN_DEADLINE
 
 
 def run_probe(*args: str) -> subprocess.CompletedProcess[str]:
