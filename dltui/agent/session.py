@@ -31,6 +31,7 @@ from dltui.protocol.messages import (
     Welcome,
     to_wire,
 )
+from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ class Session:
                 f"protocol version {message.version} is not supported "
                 f"(this agent speaks {PROTOCOL_VERSION})"
             )
+        auth_body = self.stream.last_body
         proof = None
         if secret and challenge:
             expected = auth.client_mac(secret, challenge, message.nonce)
@@ -168,7 +170,7 @@ class Session:
             ):
                 raise AuthError("wrong secret")
             proof = auth.agent_proof(secret, challenge, message.nonce)
-        await self.stream.send(
+        welcome_body = await self.stream.send(
             Welcome(
                 agent_id=self.agent.agent_id,
                 inventory=self.agent.inventory,
@@ -178,6 +180,9 @@ class Session:
                 proof=proof,
             )
         )
+        if secret and challenge:
+            client, agent = seals(secret, challenge, message.nonce, auth_body, welcome_body)
+            self.stream.seal(outgoing=agent, incoming=client)
         self.ready = True
         log.info("client %s (%s) connected", message.client, self.peer)
 

@@ -45,6 +45,7 @@ from dltui.protocol.messages import (
     Subscribe,
     Welcome,
 )
+from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ async def handshake(
         nonce = auth.new_nonce()
         mac = auth.client_mac(secret, hello.challenge, nonce) if hello.challenge else None
         sent_wall, sent_mono = time.time(), time.monotonic()
-        await stream.send(Auth(PROTOCOL_VERSION, client_name, nonce, mac))
+        auth_body = await stream.send(Auth(PROTOCOL_VERSION, client_name, nonce, mac))
         reply = await stream.receive()
         if clock is not None and isinstance(reply, Welcome):
             clock.add(sent_wall, time.monotonic() - sent_mono, reply.wall)
@@ -112,6 +113,8 @@ async def handshake(
             expected = auth.agent_proof(secret, hello.challenge or b"", nonce)
             if hello.challenge is None or not auth.same(expected, reply.proof):
                 raise AuthError("the agent could not prove it knows the secret")
+            ours, agents = seals(secret, hello.challenge, nonce, auth_body, stream.last_body)
+            stream.seal(outgoing=ours, incoming=agents)
         return reply
 
     try:

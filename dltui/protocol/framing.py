@@ -8,6 +8,7 @@ buffered, so a 6-byte header cannot make us allocate what it asks for.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -63,6 +64,12 @@ class FrameDecoder:
     def __init__(self, max_frame: int = MAX_FRAME) -> None:
         self.max_frame = max_frame
         self._buffer = bytearray()
+        self.opener: Callable[[bytes], bytes] | None = None
+        """Checks and strips what a sealed frame adds to its body (see seal.py)."""
+        self.overhead = 0
+        """The bytes a sealed frame adds beyond `max_frame`."""
+        self.last_body = b""
+        """The body of the frame `pop` returned last, as it came."""
 
     def push(self, data: bytes) -> None:
         self._buffer += data
@@ -72,7 +79,7 @@ class FrameDecoder:
         if len(self._buffer) < HEADER_SIZE:
             return False, None
         (length,) = _HEADER.unpack_from(self._buffer)
-        if length > self.max_frame:
+        if length > self.max_frame + self.overhead:
             raise ProtocolError(
                 f"declared frame length {length} exceeds the limit of {self.max_frame}"
             )
@@ -81,6 +88,9 @@ class FrameDecoder:
             return False, None
         body = bytes(self._buffer[HEADER_SIZE:end])
         del self._buffer[:end]
+        if self.opener is not None:
+            body = self.opener(body)
+        self.last_body = body
         return True, decode_body(body)
 
     def feed(self, data: bytes) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.validate import build
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
 
 GpuState = Literal["ok", "lost", "error"]
 LinkStateName = Literal["connecting", "live", "offline", "auth_failed"]

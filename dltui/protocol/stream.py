@@ -11,8 +11,9 @@ import os
 from typing import BinaryIO
 
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.framing import MAX_FRAME, FrameDecoder, encode_frame
+from dltui.protocol.framing import HEADER_SIZE, MAX_FRAME, FrameDecoder, encode_frame
 from dltui.protocol.messages import Message, from_wire, to_wire
+from dltui.protocol.seal import TAG_SIZE, Seal
 
 READ_CHUNK = 64 * 1024
 
@@ -27,6 +28,7 @@ class MessageStream:
         self.reader = reader
         self.writer = writer
         self._decoder = FrameDecoder(max_frame)
+        self._outgoing: Seal | None = None
 
     @property
     def max_frame(self) -> int:
@@ -36,6 +38,16 @@ class MessageStream:
     @max_frame.setter
     def max_frame(self, limit: int) -> None:
         self._decoder.max_frame = limit
+
+    def seal(self, outgoing: Seal, incoming: Seal) -> None:
+        """Seal every frame sent from now on, and accept only sealed frames (see seal.py)."""
+        self._outgoing = outgoing
+        self._decoder.opener, self._decoder.overhead = incoming.open, TAG_SIZE
+
+    @property
+    def last_body(self) -> bytes:
+        """The body of the frame received last (the handshake binds the seals to it)."""
+        return self._decoder.last_body
 
     async def receive(self) -> Message:
         """The next message; EOFError when the peer closed, ProtocolError on bad input."""
@@ -51,11 +63,14 @@ class MessageStream:
             self._decoder.push(data)
 
     def write_frame(self, frame: bytes) -> None:
-        self.writer.write(frame)
+        self.writer.write(self._outgoing.frame(frame) if self._outgoing else frame)
 
-    async def send(self, message: Message) -> None:
-        self.writer.write(encode_frame(to_wire(message)))
+    async def send(self, message: Message) -> bytes:
+        """Send one message; its frame's body, as encoded (the handshake binds the seals to it)."""
+        frame = encode_frame(to_wire(message))
+        self.write_frame(frame)
         await self.writer.drain()
+        return frame[HEADER_SIZE:]
 
     async def close(self) -> None:
         if self.writer.is_closing():

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import Auth, Sample, Subscribe, to_wire
+from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe, to_wire
 from tests.integration.test_agent_stream import collect_samples, connect
 
 
@@ -27,7 +27,7 @@ async def raw_exchange(port: int, payloads: list[bytes]) -> list[dict]:
 
 
 def auth_frame() -> bytes:
-    return encode_frame(to_wire(Auth(1, "fuzz", b"n" * 32)))
+    return encode_frame(to_wire(Auth(PROTOCOL_VERSION, "fuzz", b"n" * 32)))
 
 
 BAD_INPUTS = {

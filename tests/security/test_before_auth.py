@@ -17,6 +17,7 @@ from dltui.protocol.errors import AuthError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     MESSAGE_TYPES,
+    PROTOCOL_VERSION,
     Auth,
     Error,
     JobEnd,
@@ -145,7 +146,7 @@ async def test_a_replayed_run_runs_nothing(agent_factory):
 async def test_a_command_without_a_sequence_number_is_refused(agent_factory):
     agent = agent_factory()
     frames = await frames_after(
-        agent.port, encode_frame(to_wire(Auth(1, "t", b"n" * 32)))
+        agent.port, encode_frame(to_wire(Auth(PROTOCOL_VERSION, "t", b"n" * 32)))
         + encode_frame({"type": "ping", "token": 1})
     )  # fmt: skip
     assert [f["type"] for f in frames] == ["hello", "welcome", "error"]
@@ -200,3 +201,11 @@ async def test_connections_past_the_limit_are_told_the_agent_is_busy(agent_facto
             assert "clients already" in str(exc) and loop.time() < deadline
             await asyncio.sleep(0.05)
     await client.close()
+
+
+async def test_a_client_of_the_unsealed_protocol_is_refused_by_version(agent_factory):
+    agent = agent_factory()
+    frames = await frames_after(agent.port, encode_frame(to_wire(Auth(1, "old", b"n" * 32))))
+    assert [f["type"] for f in frames] == ["hello", "error"]
+    assert frames[0]["version"] == PROTOCOL_VERSION == 2
+    assert frames[1]["message"] == "protocol version 1 is not supported (this agent speaks 2)"

@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, FrameDecoder, encode_frame
-from dltui.protocol.messages import MESSAGE_TYPES, Auth, Message, Subscribe, from_wire, to_wire
+from dltui.protocol.messages import (
+    MESSAGE_TYPES,
+    PROTOCOL_VERSION,
+    Auth,
+    Message,
+    Subscribe,
+    from_wire,
+    to_wire,
+)
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, wait_for
@@ -33,7 +41,7 @@ FUZZ = settings(
 )
 
 VALID_FRAMES = [example_frame(name) for name in sorted(MESSAGE_TYPES)]
-AUTH = encode_frame(to_wire(Auth(1, "fuzz", b"n" * 32)))
+AUTH = encode_frame(to_wire(Auth(PROTOCOL_VERSION, "fuzz", b"n" * 32)))
 
 
 def frame(body: bytes) -> bytes:
