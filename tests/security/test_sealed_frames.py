@@ -5,7 +5,6 @@ change closes the connection before anything is acted on."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
 from collections.abc import Callable
 
@@ -16,7 +15,7 @@ from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
 from dltui.protocol.auth import load_secret
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.framing import encode_frame
+from dltui.protocol.framing import decode_body, encode_frame
 from dltui.protocol.messages import (
     Error,
     JobEnd,
@@ -148,12 +147,18 @@ async def test_a_sample_altered_on_the_way_is_refused_by_the_client(path):
 
 async def test_a_welcome_altered_on_the_way_shows_at_the_next_frame(path):
     proxy, address, secret, _ = path
-    host = socket.gethostname().encode()
-    forged_host = bytes([host[0] ^ 0x01]) + host[1:]
-    proxy.to_client = lambda n, frame: frame.replace(host, forged_host) if n == 1 else frame
+
+    def forge_hostname(number: int, frame: bytes) -> bytes:
+        if number != 1:  # the welcome
+            return frame
+        welcome = decode_body(frame[4:])
+        welcome["inventory"]["hostname"] = "forged-host"
+        return encode_frame(welcome)
+
+    proxy.to_client = forge_hostname
     transport = await open_transport(parse_target(address))
     welcome = await handshake(transport.stream, secret, "test")
-    assert welcome.inventory.hostname == forged_host.decode()  # the proof covers the nonces
+    assert welcome.inventory.hostname == "forged-host"  # the proof covers the nonces only
     await transport.stream.send(Subscribe(1, 10.0))
     with pytest.raises(ProtocolError, match=AUTHENTICATION):
         await asyncio.wait_for(transport.stream.receive(), 15)
