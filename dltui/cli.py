@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dltui.agent.config import MAX_NVML_TIMEOUT_S, MAX_RATE_HZ, in_range
 from dltui.client.options import (
     add_connection_options,
     listen_argument,
@@ -23,24 +24,21 @@ from dltui.client.options import (
 from dltui.client.target import Target
 
 
-def _rate(text: str) -> float:
-    try:
-        rate = float(text)
-    except ValueError:
-        rate = 0.0
-    if not 0 < rate <= 100:
-        raise argparse.ArgumentTypeError(f"rate must be a number of Hz in (0, 100], got {text!r}")
-    return rate
+def _number_argument(high: float, unit: str) -> Callable[[str], float]:
+    """argparse's type for a number in (0, high]."""
+
+    def number(text: str) -> float:
+        try:
+            return in_range(float(text), high, unit)
+        except ValueError:
+            message = f"expected {unit} in (0, {high:g}], got {text!r}"
+            raise argparse.ArgumentTypeError(message) from None
+
+    return number
 
 
-def _nvml_timeout(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 3600], got {text!r}")
-    return seconds
+_rate = _number_argument(MAX_RATE_HZ, "a number of Hz")
+_nvml_timeout = _number_argument(MAX_NVML_TIMEOUT_S, "seconds")
 
 
 def _tui_parser() -> argparse.ArgumentParser:

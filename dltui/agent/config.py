@@ -22,6 +22,9 @@ from typing import Any
 from dltui.client.target import parse_host_port
 
 LOG_LEVELS = ("debug", "info", "warning")
+MAX_RATE_HZ = 100.0
+"""The most samples a second an agent takes, or a client may ask for."""
+MAX_NVML_TIMEOUT_S = 3600.0
 _PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
 
 
@@ -66,18 +69,21 @@ def _setting(key: str, value: Any) -> Any:
             raise ValueError(f"expected true or false, got {value!r}")
         return value
     if key == "rate":
-        if type(value) not in (int, float) or not 0 < value <= 100:
-            raise ValueError(f"expected a number of Hz in (0, 100], got {value!r}")
-        return float(value)
+        return in_range(value, MAX_RATE_HZ, "a number of Hz")
     if key == "nvml_timeout":
-        if type(value) not in (int, float) or not 0 < value <= 3600:
-            raise ValueError(f"expected seconds in (0, 3600], got {value!r}")
-        return float(value)
+        return in_range(value, MAX_NVML_TIMEOUT_S, "seconds")
     if key == "log_level":
         if value not in LOG_LEVELS:
             raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
         return value
     return _text(value)  # a path
+
+
+def in_range(value: Any, high: float, unit: str) -> float:
+    """`value` as a float in (0, high]; a ValueError that says so otherwise."""
+    if type(value) not in (int, float) or not 0 < value <= high:
+        raise ValueError(f"expected {unit} in (0, {high:g}], got {value!r}")
+    return float(value)
 
 
 def _text(value: Any) -> str:

@@ -13,6 +13,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from dltui.agent.config import MAX_RATE_HZ
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 256
 HANDSHAKE_TIMEOUT = 10.0
-MAX_RATE_HZ = 100.0
 MAX_FRAME_BEFORE_AUTH = 4096
 """An auth frame is about 100 bytes: before it, no peer may make the agent buffer more."""
 
@@ -197,7 +197,7 @@ class Session:
             self._last_seq = seq
         if isinstance(message, Subscribe):
             if not 0 < message.rate_hz <= MAX_RATE_HZ:
-                raise ProtocolError(f"rate {message.rate_hz} Hz is outside (0, {MAX_RATE_HZ}]")
+                raise ProtocolError(f"rate {message.rate_hz} Hz is outside (0, {MAX_RATE_HZ:g}]")
             self._period = 1.0 / message.rate_hz
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))

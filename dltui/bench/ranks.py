@@ -17,8 +17,10 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 
+from dltui.bench.backends import error_text
 from dltui.protocol.messages import KernelResult, ModelResult, to_plain
 from dltui.protocol.validate import build
 
@@ -61,6 +63,18 @@ class Reporter:
         if now - self._last_progress >= PROGRESS_INTERVAL_S:
             self._last_progress = now
             self._send("progress", fraction=round(min(max(fraction, 0.0), 1.0), 4))
+
+
+def run_rank(report: Reporter, work: Callable[[], None]) -> int:
+    """A rank process's exit status: 0 after `work`; 1 after any framework error, which goes to
+    the report pipe (and its traceback to stderr)."""
+    try:
+        work()
+    except Exception as error:  # any framework error: report it, and fail this rank
+        traceback.print_exc()
+        report.error(error_text(error))
+        return 1
+    return 0
 
 
 def free_port() -> int:

@@ -14,20 +14,13 @@ import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from dltui.bench.backends import (
-    CPU_WARMUP,
-    GPU_WARMUP,
-    MIN_TIMED,
-    Budget,
-    error_text,
-)
+from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
 from dltui.bench.formulas import allreduce_busbw, gbps, median, spread
 from dltui.bench.ranks import (
     MULTICAST_OFF,
@@ -37,6 +30,7 @@ from dltui.bench.ranks import (
     ShouldStop,
     free_port,
     rank_parser,
+    run_rank,
     stdin_closed,
     supervise,
 )
@@ -305,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     args = rank_parser("python -m dltui.bench.kernels.allreduce").parse_args(argv)
     job = AllReduceJob(**args.job)
     report = Reporter(args.report_fd, args.rank)
-    try:
+
+    def work() -> None:
         if job.framework == "tensorflow":
             from dltui.bench.kernels.allreduce_tf import tensorflow_allreduce
 
@@ -314,11 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             host, port = args.master.rsplit(":", 1)
             allreduce_rank(args.rank, args.world, host, int(port), job, report.result,
                            stdin_closed, args.local_rank)  # fmt: skip
-    except Exception as error:  # any framework error: report it, and fail this rank
-        traceback.print_exc()
-        report.error(error_text(error))
-        return 1
-    return 0
+
+    return run_rank(report, work)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,8 @@ stdin closes, which also happens when its parent dies.
 from __future__ import annotations
 
 import os
-import traceback
 
-from dltui.bench.backends import error_text
-from dltui.bench.ranks import MULTICAST_OFF, Reporter, rank_parser, stdin_closed
+from dltui.bench.ranks import MULTICAST_OFF, Reporter, rank_parser, run_rank, stdin_closed
 from dltui.bench.training import TrainJob
 
 
@@ -19,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(MULTICAST_OFF)
     job = TrainJob(**args.job)
     report = Reporter(args.report_fd, args.tf_task if job.framework == "tensorflow" else args.rank)
-    try:
+
+    def work() -> None:
         if job.framework == "tensorflow":
             from dltui.bench.training.tf_train import train
 
@@ -29,11 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
             local = args.rank if args.local_rank is None else args.local_rank
             train(job, report, stdin_closed, args.rank, args.world, args.master, local)
-    except Exception as error:  # any framework error: report it, and fail this rank
-        traceback.print_exc()
-        report.error(error_text(error))
-        return 1
-    return 0
+
+    return run_rank(report, work)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ from dltui.bench.models import default_batch
 from dltui.bench.training import TrainJob
 from dltui.protocol.messages import ModelResult
 
+MOMENTUM = 0.9
+WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default, for both frameworks' SGD
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:

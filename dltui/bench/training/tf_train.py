@@ -18,6 +18,8 @@ from dltui.bench.models import keras_zoo
 from dltui.bench.ranks import Reporter, ShouldStop
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import (
+    MOMENTUM,
+    WEIGHT_DECAY,
     Settings,
     accuracy_result,
     resolve,
@@ -25,8 +27,6 @@ from dltui.bench.training.settings import (
 )
 from dltui.protocol.messages import ModelResult
 
-WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default
-MOMENTUM = 0.9
 POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 

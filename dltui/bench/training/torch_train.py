@@ -21,15 +21,14 @@ from dltui.bench.models import torch_zoo
 from dltui.bench.ranks import Reporter, ShouldStop
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import (
+    MOMENTUM,
+    WEIGHT_DECAY,
     Settings,
     accuracy_result,
     resolve,
     throughput_result,
 )
 from dltui.protocol.messages import ModelResult
-
-WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default
-MOMENTUM = 0.9
 
 
 def train(
