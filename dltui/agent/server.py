@@ -11,9 +11,11 @@ import asyncio
 import hashlib
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import ssl
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -138,6 +140,10 @@ class Agent:
         The real stdout is moved to a private descriptor and fd 1 pointed at stderr, so a stray
         print from any library cannot corrupt the frame stream.
         """
+        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+            if not _is_pipe(stream.fileno()):
+                raise ConfigError(f"--stdio serves one client over a pipe (a local spawn, or ssh), "
+                                  f"and {name} is not one")  # fmt: skip
         self._loop = loop = asyncio.get_running_loop()
         frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)
@@ -150,6 +156,12 @@ class Agent:
             await self._serve(MessageStream(reader, writer), "stdio")
         finally:
             await self.jobs.stop()
+
+
+def _is_pipe(fd: int) -> bool:
+    """A pipe, a socket or a terminal: what the event loop can wait on (not a file)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 async def run_until_signal(serve: Awaitable[None]) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import subprocess
 
 import msgpack
 import pytest
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe, to_wire
+from tests.conftest import ROOT, dltui_command
 from tests.integration.test_agent_stream import collect_samples, connect
 
 
@@ -64,3 +66,14 @@ async def test_bad_input_gets_an_error_and_a_closed_connection(agent_factory, pa
     assert len(after) >= 5 and all(isinstance(s, Sample) for s in after)
     assert agent.process.poll() is None
     await bystander.close()
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "pyproject.toml"])
+def test_an_agent_on_stdio_without_a_pipe_says_so(stdin):
+    with open(ROOT / stdin, "rb") as source:  # an absolute path stays itself
+        done = subprocess.run(dltui_command("agent", "--stdio"), stdin=source, cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("--stdio serves one client over a pipe (a local spawn, "
+                                        "or ssh), and stdin is not one")  # fmt: skip
+    assert "Traceback" not in done.stderr and done.stdout == ""
