@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dltui.agent.config import MAX_NVML_TIMEOUT_S, MAX_RATE_HZ, in_range
+from dltui.agent.config import MAX_NVML_TIMEOUT_S, in_range
 from dltui.client.options import (
     add_connection_options,
     listen_argument,
@@ -22,6 +22,7 @@ from dltui.client.options import (
     target_argument,
 )
 from dltui.client.target import Target
+from dltui.protocol.messages import MAX_RATE_HZ
 
 
 def _number_argument(high: float, unit: str) -> Callable[[str], float]:
@@ -208,7 +209,8 @@ def _run_record(argv: list[str]) -> int:
 
     plans = []
     if args.plan is not None:
-        from dltui.bench.plan import PlanError, load_plans
+        from dltui.plans.check import PlanError
+        from dltui.plans.files import load_plans
 
         try:
             plans = load_plans(args.plan)

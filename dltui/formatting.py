@@ -1,6 +1,10 @@
-"""Human-readable numbers with units, shared by the CLI and the TUI."""
+"""Human-readable numbers with units, and results as text, shared by the CLI, the TUI and the
+report."""
 
 from __future__ import annotations
+
+from dltui.plans.scaling import Scaling
+from dltui.protocol.messages import KernelResult, ModelResult
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL = ("", "k", "M", "G", "T", "P")
@@ -56,3 +60,93 @@ def fmt_duration(seconds: float | None) -> str:
     if abs(seconds) < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+# --- results as text: one line per timed case or training run ----------------------------------
+
+HEADER = (
+    f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'median':>10} {'±':>8} "
+    f"{'rate':>14} {'busbw':>10} {'vs V100':>8}"
+)
+
+
+def rate_text(result: KernelResult) -> str:
+    """The figure a reader compares: TFLOP/s for compute, GB/s for data movement."""
+    if result.tflops is not None:
+        if result.tflops < 1:
+            return f"{result.tflops * 1000:.1f} GFLOP/s"
+        return f"{result.tflops:.1f} TFLOP/s"
+    if result.gbps is not None:
+        return fmt_rate(result.gbps * 1e9)
+    return "–"
+
+
+def ratio_text(result: KernelResult) -> str:
+    return f"{result.ratio:.2f}×" if result.ratio is not None else ""
+
+
+def format_row(result: KernelResult) -> str:
+    if result.error is not None:
+        return (
+            f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
+            f"{result.precision:<5} error: {result.error}"
+        )
+    busbw = fmt_rate(result.busbw_gbps * 1e9) if result.busbw_gbps is not None else ""
+    return (
+        f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
+        f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
+        f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}"
+    )
+
+
+MODEL_HEADER = (
+    f"{'model':<10} {'gpus':>4} {'srv':>3} {'batch':>5} {'prec':<5} {'images/s':>10} {'±':>7} "
+    f"{'per GPU':>9} {'eff 1 GPU':>9} {'eff srv':>7} {'vs ref':>7}"
+)
+
+
+def percent(value: float | None) -> str:
+    return f"{value * 100:.1f}%" if value is not None else ""
+
+
+def images_text(value: float | None) -> str:
+    return f"{value:,.1f}" if value is not None else "–"
+
+
+def model_what(result: ModelResult) -> str:
+    """The run in a few words: "resnet50 ×8 GPUs bf16 batch 256"."""
+    unit = "GPU" if result.device == "cuda" else "proc"
+    count = f"×{result.gpus} {unit}{'s' if result.gpus != 1 else ''}"
+    if result.servers > 1:
+        count += f" on {result.servers} servers"
+    return f"{result.model} {count} {result.precision} batch {result.batch}"
+
+
+def format_model_row(result: ModelResult, scaling: Scaling) -> str:
+    head = (
+        f"{result.model:<10} {result.gpus:>4} {result.servers:>3} {result.batch:>5} "
+        f"{result.precision:<5}"
+    )
+    if result.error is not None:
+        return f"{head} error: {result.error}"
+    if result.data != "synthetic":
+        reached = result.time_to_accuracy_s is not None
+        how = (
+            f"top-1 {percent(result.accuracy)} in {fmt_duration(result.time_to_accuracy_s)}"
+            if reached
+            else f"top-1 {percent(result.accuracy)}, target {percent(result.target_accuracy)} "
+            f"not reached"
+        )
+        rate = images_text(result.images_per_s)
+        return f"{head} {rate:>10} images/s; {how} ({result.epochs} epochs)"
+    ratio = (
+        f"{result.images_per_s / result.reference_images_per_s:.3g}×"
+        if result.images_per_s and result.reference_images_per_s
+        else ""
+    )
+    per_gpu = result.images_per_s / result.gpus if result.images_per_s else None
+    return (
+        f"{head} {images_text(result.images_per_s):>10} {images_text(result.spread):>7} "
+        f"{images_text(per_gpu):>9} {percent(scaling.vs_one_gpu):>9} "
+        f"{percent(scaling.vs_one_server):>7} {ratio:>7}"
+    )

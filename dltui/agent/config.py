@@ -19,11 +19,10 @@ import os
 import tomllib
 from typing import Any
 
-from dltui.client.target import parse_host_port
+from dltui.protocol.address import parse_host_port
+from dltui.protocol.messages import MAX_RATE_HZ
 
 LOG_LEVELS = ("debug", "info", "warning")
-MAX_RATE_HZ = 100.0
-"""The most samples a second an agent takes, or a client may ask for."""
 MAX_NVML_TIMEOUT_S = 3600.0
 _PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
 

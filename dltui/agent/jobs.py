@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from dltui.bench.plan import PlanError, check_plan
-from dltui.bench.ranks import MULTICAST_OFF
+from dltui.plans.check import PlanError, check_plan
+from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (

@@ -13,11 +13,11 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from dltui.agent.config import MAX_RATE_HZ
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import (
+    MAX_RATE_HZ,
     PROTOCOL_VERSION,
     Auth,
     Bye,

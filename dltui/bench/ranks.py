@@ -30,12 +30,6 @@ OnProgress = Callable[..., None]
 """on_progress(done, total, label[, fraction]): as the worker's JobProgress frames."""
 ShouldStop = Callable[[], bool]
 
-MULTICAST_OFF = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
-"""NVLink multicast stays off in every rank: it can put a shared host's GPUs out of service."""
 EXIT_GRACE_S = 10.0
 PROGRESS_INTERVAL_S = 0.5
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import cache
 from typing import NamedTuple
 
-from dltui.bench import formulas
 from dltui.bench.shapes import Case, GemmCase, case_from_row, read_data_csv
+from dltui.plans import formulas
 
 REFERENCE_GPU = "V100"
 _SHEET_PRECISION = {

@@ -14,7 +14,7 @@ from importlib import resources
 from itertools import permutations
 from typing import Literal
 
-from dltui.bench import formulas
+from dltui.plans import formulas
 
 Direction = Literal["h2d", "d2h", "d2d", "p2p"]
 GiB = 1 << 30

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dltui.bench import formulas, reference
+from dltui.bench import reference
 from dltui.bench.backends import Backend, budget_for, error_text, load_backend
 from dltui.bench.shapes import BandwidthCase, Case, ComputeCase, RnnCase, cases
+from dltui.plans import formulas
 from dltui.protocol.messages import KernelPlan, KernelResult
 
 DIRECTIONS = {

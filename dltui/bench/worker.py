@@ -19,7 +19,7 @@ import time
 import traceback
 from io import BufferedReader
 
-from dltui.bench.plan import check_plan
+from dltui.plans.check import check_plan
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     JobEnd,

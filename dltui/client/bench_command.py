@@ -56,7 +56,7 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
 
 
 def _kernels_parser() -> argparse.ArgumentParser:
-    from dltui.bench import plan
+    from dltui.plans import names as plan
 
     parser = argparse.ArgumentParser(
         prog="dltui bench kernels",
@@ -90,7 +90,7 @@ def _counts(text: str) -> list[int]:
 
 
 def _models_parser() -> argparse.ArgumentParser:
-    from dltui.bench import plan
+    from dltui.plans import names as plan
 
     parser = argparse.ArgumentParser(
         prog="dltui bench models",

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from dltui.bench.plan import PlanError, check_plan
-from dltui.bench.scaling import scaling
-from dltui.bench.table import HEADER, MODEL_HEADER, format_model_row, format_row
 from dltui.client.campaign import Campaign, check_layout
 from dltui.client.connection import AgentConnection
 from dltui.client.target import Target
+from dltui.formatting import HEADER, MODEL_HEADER, format_model_row, format_row
+from dltui.plans.check import PlanError, check_plan
+from dltui.plans.scaling import scaling
 from dltui.protocol.messages import (
     JobEnd,
     JobProgress,

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dltui.client.target import Target
+from dltui.plans.names import CPU_RANKS
 from dltui.protocol.messages import ClusterRole, Inventory, ModelPlan, Plan
 
 DEFAULT_RENDEZVOUS_PORT = 29500  # torch.distributed's customary MASTER_PORT
-CPU_RANKS = 2  # processes on a server without GPUs, as a single-server CPU run uses
 
 
 def rendezvous_host(target: Target) -> str:

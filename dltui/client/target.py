@@ -11,19 +11,17 @@ something to a shell gets through.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shlex
 from dataclasses import dataclass, replace
 from typing import Literal
 
-DEFAULT_PORT = 7070
+from dltui.protocol.address import DEFAULT_PORT, parse_host_port
+
 DEFAULT_REMOTE_DLTUI = ("dltui",)
 
 TargetKind = Literal["tcp", "tls", "ssh", "local"]
 
-# A DNS name, an ssh_config alias or an IPv4 address; never starting with "-".
-_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,31}")
 
 
@@ -111,35 +109,6 @@ def _parse_ssh(text: str, rest: str) -> Target:
     if port == 0:
         raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
     return Target("ssh", host, port, user or None)
-
-
-def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple[str, int | None]:
-    """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here."""
-    text = text.strip()
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")):
-            raise ValueError(f"bad agent address {text!r}: expected [IPv6]:PORT")
-        port_text = rest[1:]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"bad agent address {text!r}: {host!r} is not IPv6") from None
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    elif ":" not in text:
-        host, port_text = text, ""
-    else:
-        raise ValueError(f"bad agent address {text!r}: write IPv6 addresses as [ADDRESS]:PORT")
-    if not host:
-        raise ValueError(f"bad agent address {text!r}: no host")
-    if ":" not in host and not _HOST.fullmatch(host):
-        raise ValueError(f"bad agent address {text!r}: {host!r} is not a host name or address")
-    if not port_text:
-        return host, default_port
-    if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
-        raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
-    return host, int(port_text)
 
 
 def parse_remote_dltui(text: str) -> tuple[str, ...]:

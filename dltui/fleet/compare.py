@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from dltui.bench.scaling import Scaling, scaling
 from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
+from dltui.plans.scaling import Scaling, scaling
 from dltui.protocol.messages import KernelResult, ModelResult
 
 REFERENCE = "reference"

@@ -118,7 +118,7 @@ class ClusterRole:
 class KernelPlan:
     """What to run: named kernels from named shape sets, never a command line.
 
-    Types are checked on decode; names and bounds by `dltui.bench.plan.check_plan`.
+    Types are checked on decode; names and bounds by `dltui.plans.check.check_plan`.
     """
 
     framework: str = "torch"
@@ -146,7 +146,7 @@ class ModelPlan:
     a folder of images trained to a target accuracy. Each entry of `gpus` is one run on this
     server (a scale-up sweep); with `cluster`, one run across servers.
 
-    Types are checked on decode; names and bounds by `dltui.bench.plan.check_plan`. None means
+    Types are checked on decode; names and bounds by `dltui.plans.check.check_plan`. None means
     "the fast choice for the device": bf16, channels-last and compilation on a GPU; fp32 and
     eager on a CPU, where compiling costs more than it saves in a short run.
     """
@@ -290,6 +290,10 @@ class Welcome(Message):
     wall: float
     mono: float
     proof: bytes | None = None
+
+
+MAX_RATE_HZ = 100.0
+"""The most samples a second an agent takes, or a client may ask for."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from dltui.bench.scaling import scaling
+from dltui.plans.scaling import scaling
 from dltui.protocol.messages import JobResult, ModelResult, Sample, Welcome, to_plain
 from dltui.recording.reader import RecordingReader
 

@@ -13,8 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dltui.bench.scaling import configuration
-from dltui.bench.table import model_what
+from dltui.formatting import model_what
+from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
 if TYPE_CHECKING:

@@ -16,10 +16,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dltui.bench.scaling import scaling
-from dltui.bench.table import images_text, model_what, percent, rate_text, ratio_text
 from dltui.fleet.phases import Phase
-from dltui.formatting import fmt_duration, fmt_rate
+from dltui.formatting import (
+    fmt_duration,
+    fmt_rate,
+    images_text,
+    model_what,
+    percent,
+    rate_text,
+    ratio_text,
+)
+from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
 from dltui.recording.format import Header, Record

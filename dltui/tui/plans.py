@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dltui.bench.plan import MODELS, check_plan, load_plans
 from dltui.client.campaign import check_layout, is_across
+from dltui.plans.check import check_plan
+from dltui.plans.files import load_plans
+from dltui.plans.names import MODELS
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
 
 

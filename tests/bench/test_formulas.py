@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dltui.bench import formulas
+from dltui.plans import formulas
 
 
 def test_gemm_flops_of_deepbench_headline_shape():

@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from dltui.bench.plan import MODELS
-from dltui.bench.scaling import scaling
 from dltui.bench.training import run_models
+from dltui.plans.names import MODELS
+from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

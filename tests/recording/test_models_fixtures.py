@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dltui.bench.table import images_text
 from dltui.fleet.state import Fleet
+from dltui.formatting import images_text
 from dltui.protocol.messages import JobResult, ModelResult
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dltui.bench.table import rate_text
+from dltui.formatting import rate_text
 from dltui.protocol.messages import JobResult
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command

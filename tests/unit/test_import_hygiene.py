@@ -11,7 +11,7 @@ import pytest
 
 import dltui
 
-HEADLESS = ("protocol", "telemetry", "bench", "agent", "client", "fleet", "recording")
+HEADLESS = ("protocol", "plans", "telemetry", "bench", "agent", "client", "fleet", "recording")
 
 
 ROOT = Path(dltui.__path__[0])

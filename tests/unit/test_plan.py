@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from dltui.bench.plan import PlanError, check_plan
+from dltui.plans.check import PlanError, check_plan
 from dltui.protocol.messages import KernelPlan, ModelPlan
 
 GOOD = KernelPlan(framework="torch", shape_set="tiny", kinds=["gemm", "conv"], precisions=["bf16"])
@@ -46,7 +46,7 @@ def test_all_problems_are_reported_at_once():
 
 
 def test_plan_files(tmp_path):
-    from dltui.bench.plan import load_plans
+    from dltui.plans.files import load_plans
 
     good = tmp_path / "good.toml"
     good.write_text(

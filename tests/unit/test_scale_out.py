@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from dltui.bench.plan import PlanError, check_plan
 from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT, assign_ranks
 from dltui.client.target import Target
+from dltui.plans.check import PlanError, check_plan
 from dltui.protocol.messages import ClusterRole, GpuInfo, Inventory, KernelPlan
 
 PLAN = KernelPlan(kinds=["allreduce"], shape_set="tiny")

@@ -21,9 +21,7 @@ from functools import partial
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
-from dltui.bench.formulas import allreduce_busbw, gbps, median, spread
 from dltui.bench.ranks import (
-    MULTICAST_OFF,
     OnProgress,
     OnResult,
     Reporter,
@@ -35,6 +33,8 @@ from dltui.bench.ranks import (
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
+from dltui.plans.formulas import allreduce_busbw, gbps, median, spread
+from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.messages import KernelPlan, KernelResult
 
 DEFAULT_ITERATIONS = 1000
@@ -101,7 +101,7 @@ def run_allreduce(
     )  # fmt: skip
     if problem is not None:
         for case in cases:
-            on_result(_result(job, case, device, ranks, error=problem))
+            on_result(allreduce_result(job, case, device, ranks, error=problem))
         return
     if plan.framework == "tensorflow" and role is not None:  # one TF worker of several
         workers = json.dumps(role.peers)
@@ -129,7 +129,7 @@ def run_allreduce(
     )
     if failure is not None:
         for case in cases[measured:]:
-            on_result(_result(job, case, device, ranks, error=failure))
+            on_result(allreduce_result(job, case, device, ranks, error=failure))
 
 
 class _LayoutError(Exception):
@@ -161,7 +161,7 @@ def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
 # --- the ranks' side ---------------------------------------------------------------------------
 
 
-def _result(
+def allreduce_result(
     job: AllReduceJob,
     case: AllReduceCase,
     device: str,
@@ -189,7 +189,7 @@ def _result(
                    min_s=min(times), gbps=algbw, busbw_gbps=busbw)  # fmt: skip
 
 
-def _timed_count(
+def timed_count(
     step: Callable[[], object],
     sync: Callable[[], object],
     budget: Budget,
@@ -209,7 +209,7 @@ def _timed_count(
     return min(budget.iterations, max(MIN_TIMED, fits))
 
 
-def _wall_times(step: Callable[[], object], count: int) -> list[float]:
+def wall_times(step: Callable[[], object], count: int) -> list[float]:
     """Per-call seconds of a call that returns when done, as Gloo's all_reduce does."""
     times = []
     for _ in range(count):
@@ -274,7 +274,7 @@ def allreduce_rank(
                 raise RuntimeError(f"all-reduce gave {low}..{high}, expected {expected}")
             buffer.zero_()  # timed on zeros: repeated sums stay finite, no data-dependent speed
             step = partial(dist.all_reduce, buffer)
-            count = _timed_count(step, sync, job.budget(on_gpu), slowest)
+            count = timed_count(step, sync, job.budget(on_gpu), slowest)
             if on_gpu:
                 events = [(event(), event()) for _ in range(count)]
                 for begin, end in events:
@@ -284,10 +284,10 @@ def allreduce_rank(
                 sync()
                 times = [begin.elapsed_time(end) / 1e3 for begin, end in events]
             else:
-                times = _wall_times(step, count)
+                times = wall_times(step, count)
             times = slowest(times)
             if rank == 0:
-                on_result(_result(job, AllReduceCase(floats), job.device, world, times))
+                on_result(allreduce_result(job, AllReduceCase(floats), job.device, world, times))
     finally:
         dist.destroy_process_group()
 

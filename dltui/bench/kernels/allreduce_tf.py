@@ -11,14 +11,14 @@ from typing import Any
 from dltui.bench import tf_strategy
 from dltui.bench.backends import Budget
 from dltui.bench.kernels.allreduce import (
-    MULTICAST_OFF,
     AllReduceJob,
-    _result,
-    _timed_count,
-    _wall_times,
+    allreduce_result,
+    timed_count,
+    wall_times,
 )
 from dltui.bench.ranks import OnResult, ShouldStop
 from dltui.bench.shapes import AllReduceCase
+from dltui.plans.names import MULTICAST_OFF
 
 
 def tensorflow_allreduce(
@@ -95,13 +95,13 @@ def tensorflow_allreduce(
             raise RuntimeError(f"all-reduce of {floats} floats is wrong: expected {expected}")
         times = _timed(step, job.budget(bool(gpus)), agree)
         if task == 0:
-            on_result(_result(job, AllReduceCase(floats), "cuda" if gpus else "cpu", replicas,
-                              times))  # fmt: skip
+            device = "cuda" if gpus else "cpu"
+            on_result(allreduce_result(job, AllReduceCase(floats), device, replicas, times))
 
 
 def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:
     """Per-call seconds over a loop of the same length on every worker: a worker that ran one
     collective more than the others would wait for them forever. The length fits max_seconds
     by the sum of the replicas' per-call estimates (at least any one's)."""
-    count = _timed_count(step, lambda: None, budget, lambda values: [agree(values[0])])
-    return _wall_times(step, count)
+    count = timed_count(step, lambda: None, budget, lambda values: [agree(values[0])])
+    return wall_times(step, count)

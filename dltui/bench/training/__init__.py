@@ -14,10 +14,10 @@ import sys
 from dataclasses import asdict, dataclass, replace
 
 from dltui.bench.models import MIN_IMAGE
-from dltui.bench.plan import PlanError
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
 from dltui.bench.reference import published_training
-from dltui.client.scale_out import CPU_RANKS
+from dltui.plans.check import PlanError
+from dltui.plans.names import CPU_RANKS
 from dltui.protocol.messages import ModelPlan, ModelResult
 
 STARTUP_S = 120.0

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 
-from dltui.bench.ranks import MULTICAST_OFF, Reporter, rank_parser, run_rank, stdin_closed
+from dltui.bench.ranks import Reporter, rank_parser, run_rank, stdin_closed
 from dltui.bench.training import TrainJob
+from dltui.plans.names import MULTICAST_OFF
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dltui.bench.formulas import spread
 from dltui.bench.models import default_batch
 from dltui.bench.training import TrainJob
+from dltui.plans.formulas import spread
 from dltui.protocol.messages import ModelResult
 
 MOMENTUM = 0.9

@@ -26,7 +26,8 @@ from textual.widgets import (
     Static,
 )
 
-from dltui.bench.plan import FRAMEWORKS, PRECISIONS, PlanError
+from dltui.plans.check import PlanError
+from dltui.plans.names import FRAMEWORKS, PRECISIONS
 from dltui.tui.plans import AUTO, BUILTINS, Choice, make_launch
 
 if TYPE_CHECKING:

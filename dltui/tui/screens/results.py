@@ -16,7 +16,6 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
-from dltui.bench.table import rate_text
 from dltui.fleet.compare import (
     METRIC_WORDS,
     METRICS,
@@ -27,6 +26,7 @@ from dltui.fleet.compare import (
     Row,
     build,
 )
+from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.widgets.phase_table import PhaseTable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from dltui.bench.table import rate_text, ratio_text
 from dltui.fleet.state import JobView
+from dltui.formatting import rate_text, ratio_text
 from dltui.tui.widgets.panel import FleetPanel
 
 SHOWN_RESULTS = 12  # the newest; the whole list is in recordings and `dltui bench --json`

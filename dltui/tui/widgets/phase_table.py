@@ -9,11 +9,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from dltui.bench.table import rate_text
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import fmt_rate
+from dltui.formatting import fmt_rate, rate_text
 from dltui.protocol.messages import KernelResult
 
 COLUMNS = ("server", "case", "s", "result", "util", "tensor", "power", "PCIe tx", "PCIe rx",

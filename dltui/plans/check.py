@@ -1,39 +1,32 @@
-"""The names a plan may use, and the check that refuses a bad plan before anything runs.
-
-Two kinds of plan: kernels (DeepBench) and models (CNN training). A plan file may hold a
-[kernels] table, a [models] table, or both; they run in the order written.
-"""
+"""The check that refuses a bad plan before anything runs: unknown names, absurd numbers,
+a cluster role that does not add up."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-import tomllib
 
-from dltui.protocol.errors import ProtocolError
+from dltui.plans.names import (
+    DEVICES,
+    FRAMEWORKS,
+    KINDS,
+    MAX_BATCH,
+    MAX_CLASSES,
+    MAX_GPUS,
+    MAX_IMAGE,
+    MAX_ITERATIONS,
+    MAX_SECONDS,
+    MAX_STEPS,
+    MAX_TIMEOUT,
+    MODEL_PRECISIONS,
+    MODELS,
+    PRECISIONS,
+    SHAPE_SETS,
+)
 from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
-from dltui.protocol.validate import build
 
-FRAMEWORKS = ("torch", "tensorflow")
-SHAPE_SETS = ("tiny", "quick", "full")
-KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
-"""mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
-DEVICES = ("auto", "cuda", "cpu")
-MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
-MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-"""fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""
-
-MAX_GPUS = 1024
 _HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
-MAX_ITERATIONS = 100_000
-MAX_SECONDS = 600.0
-MAX_TIMEOUT = 7 * 24 * 3600.0
-MAX_STEPS = 10_000  # a step-time series of this length still fits well inside one frame
-MAX_BATCH = 65_536
-MAX_IMAGE = 1024
-MAX_CLASSES = 100_000
 
 
 class PlanError(ValueError):
@@ -159,54 +152,3 @@ def _cluster_problems(plan: Plan) -> list[str]:
     if plan.framework == "torch" and gpus not in (0, role.local_ranks):
         problems.append(f"gpus ({gpus}) and the local ranks ({role.local_ranks}) differ")
     return problems
-
-
-TABLES: dict[str, type[KernelPlan] | type[ModelPlan]] = {"kernels": KernelPlan, "models": ModelPlan}
-
-
-def load_plans(path: str | os.PathLike[str]) -> list[Plan]:
-    """The plans of a TOML file's [kernels] and [models] tables, in the file's order;
-    PlanError says what is wrong with it.
-
-    [kernels]
-    framework = "torch"
-    set = "quick"
-    kinds = ["gemm", "conv"]
-    precisions = ["bf16"]
-
-    [models]
-    models = ["resnet50", "vgg16"]
-    gpus = [1, 2, 4, 8]
-    """
-    try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as exc:
-        raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"plan {path} is not valid TOML: {exc}") from exc
-    strays = sorted(set(document) - set(TABLES))
-    if strays:
-        names = ", ".join(strays)
-        raise PlanError(f"plan {path}: unknown tables {names} (use [kernels], [models])")
-    if not document:
-        raise PlanError(f"plan {path} has no [kernels] or [models] table")
-    return [_plan_from_table(path, name, table) for name, table in document.items()]
-
-
-def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> Plan:
-    if not isinstance(table, dict):
-        raise PlanError(f"plan {path}: {name} must be a table")
-    cls = TABLES[name]
-    # The client assigns a cluster role; a plan file names only what to run.
-    renames = {"set": "shape_set"} if cls is KernelPlan else {}
-    allowed = {key for key in cls.__dataclass_fields__ if key != "cluster"}
-    unknown = sorted({renames.get(key, key) for key in table} - allowed)
-    if unknown:
-        raise PlanError(f"plan {path} [{name}]: unknown keys {', '.join(unknown)}")
-    fields = {renames.get(key, key): value for key, value in table.items()}
-    try:
-        plan = build(cls, fields, name)
-    except ProtocolError as exc:
-        raise PlanError(f"plan {path}: {exc}") from exc
-    return check_plan(plan)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dltui.bench.formulas import scaling_efficiency
+from dltui.plans.formulas import scaling_efficiency
 from dltui.protocol.messages import ModelResult
 
 

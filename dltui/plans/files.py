@@ -1,0 +1,62 @@
+"""Plan files: TOML with a [kernels] table, a [models] table, or both, run in the order
+written."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+
+from dltui.plans.check import PlanError, check_plan
+from dltui.protocol.errors import ProtocolError
+from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
+from dltui.protocol.validate import build
+
+TABLES: dict[str, type[KernelPlan] | type[ModelPlan]] = {"kernels": KernelPlan, "models": ModelPlan}
+
+
+def load_plans(path: str | os.PathLike[str]) -> list[Plan]:
+    """The plans of a TOML file's [kernels] and [models] tables, in the file's order;
+    PlanError says what is wrong with it.
+
+    [kernels]
+    framework = "torch"
+    set = "quick"
+    kinds = ["gemm", "conv"]
+    precisions = ["bf16"]
+
+    [models]
+    models = ["resnet50", "vgg16"]
+    gpus = [1, 2, 4, 8]
+    """
+    try:
+        with open(path, "rb") as file:
+            document = tomllib.load(file)
+    except OSError as exc:
+        raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"plan {path} is not valid TOML: {exc}") from exc
+    strays = sorted(set(document) - set(TABLES))
+    if strays:
+        names = ", ".join(strays)
+        raise PlanError(f"plan {path}: unknown tables {names} (use [kernels], [models])")
+    if not document:
+        raise PlanError(f"plan {path} has no [kernels] or [models] table")
+    return [_plan_from_table(path, name, table) for name, table in document.items()]
+
+
+def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> Plan:
+    if not isinstance(table, dict):
+        raise PlanError(f"plan {path}: {name} must be a table")
+    cls = TABLES[name]
+    # The client assigns a cluster role; a plan file names only what to run.
+    renames = {"set": "shape_set"} if cls is KernelPlan else {}
+    allowed = {key for key in cls.__dataclass_fields__ if key != "cluster"}
+    unknown = sorted({renames.get(key, key) for key in table} - allowed)
+    if unknown:
+        raise PlanError(f"plan {path} [{name}]: unknown keys {', '.join(unknown)}")
+    fields = {renames.get(key, key): value for key, value in table.items()}
+    try:
+        plan = build(cls, fields, name)
+    except ProtocolError as exc:
+        raise PlanError(f"plan {path}: {exc}") from exc
+    return check_plan(plan)

@@ -1,0 +1,31 @@
+"""The names a plan may use and the bounds on its numbers: the vocabulary the client, the
+agent, the TUI and the benchmark engine share."""
+
+from __future__ import annotations
+
+FRAMEWORKS = ("torch", "tensorflow")
+SHAPE_SETS = ("tiny", "quick", "full")
+KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
+"""mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
+DEVICES = ("auto", "cuda", "cpu")
+MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
+MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+"""fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""
+
+MAX_GPUS = 1024
+MAX_ITERATIONS = 100_000
+MAX_SECONDS = 600.0
+MAX_TIMEOUT = 7 * 24 * 3600.0
+MAX_STEPS = 10_000  # a step-time series of this length still fits well inside one frame
+MAX_BATCH = 65_536
+MAX_IMAGE = 1024
+MAX_CLASSES = 100_000
+CPU_RANKS = 2
+"""Processes a CPU run uses on a server without GPUs (a single-server run and a scale-out alike)."""
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""NVLink multicast stays off in every rank: it can put a shared host's GPUs out of service."""
