@@ -76,6 +76,33 @@ def _kernels_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
     parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
     parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
+    parser.add_argument(
+        "--no-pad",
+        dest="pad",
+        action="store_false",
+        help="time 16-bit GEMMs and convolutions exactly as stated (default: padded to "
+        "multiples of 8, as DeepBench pads them)",
+    )
+    parser.add_argument(
+        "--tuning",
+        choices=plan.TUNINGS,
+        default="searched",
+        help="searched: the fastest algorithm and layout per pass (default); default: the "
+        "framework's own choice",
+    )
+    parser.add_argument(
+        "--fill",
+        choices=plan.FILLS,
+        default="random",
+        help="the inputs' values: random (default), or zeros, which DeepBench's 16-bit runs "
+        "use: only to compare with DeepBench's own figures",
+    )
+    parser.add_argument(
+        "--energy",
+        action="store_true",
+        help="run each compute case on for 0.6 s more, reading the GPU's energy counter: "
+        "per-watt figures and the rate under sustained load",
+    )
     return parser
 
 
@@ -172,6 +199,10 @@ def main(argv: list[str]) -> int:
             gpus=args.gpus,
             iterations=args.iterations,
             max_seconds=args.max_seconds,
+            pad=args.pad,
+            tuning=args.tuning,
+            fill=args.fill,
+            energy=args.energy,
             timeout_s=args.timeout,
         )
         across = is_across(plan, len(targets))

@@ -9,6 +9,7 @@ import re
 
 from dltui.plans.names import (
     DEVICES,
+    FILLS,
     FRAMEWORKS,
     KINDS,
     MAX_BATCH,
@@ -23,6 +24,7 @@ from dltui.plans.names import (
     MODELS,
     PRECISIONS,
     SHAPE_SETS,
+    TUNINGS,
 )
 from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 
@@ -57,6 +59,8 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
         *_unknown("device", [plan.device], DEVICES),
         *_unknown("kernel", plan.kinds, KINDS),
         *_unknown("precision", plan.precisions, PRECISIONS),
+        *_unknown("tuning", [plan.tuning], TUNINGS),
+        *_unknown("fill", [plan.fill], FILLS),
     ]
     if not plan.kinds:
         problems.append("no kernel kinds")
