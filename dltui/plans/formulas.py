@@ -79,6 +79,22 @@ def watts(energy_j: float | None, energy_s: float | None) -> float | None:
     return energy_j / energy_s
 
 
+def kernel_per_watt(
+    tflops: float | None,
+    median_s: float,
+    sustained_s: float | None,
+    energy_j: float | None,
+    energy_s: float | None,
+) -> float | None:
+    """TFLOP/s per watt of a kernel, from its sustained run: the rate it ran at there (the
+    timed rate scaled by median ÷ sustained time) over the power the counter read across it.
+    None where the case had no sustained run or the counter's span was too short."""
+    power = watts(energy_j, energy_s)
+    if tflops is None or power is None or not sustained_s or not median_s:
+        return None
+    return tflops * median_s / sustained_s / power
+
+
 # --- scaling -----------------------------------------------------------------------------------
 
 

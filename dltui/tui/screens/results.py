@@ -38,23 +38,29 @@ REFRESH_S = 1.0
 
 
 def figure_text(cell: Cell, metric: Metric) -> str:
+    """The figure, with how far to trust it: a rate carries its spread and how many
+    iterations were timed; an efficiency past 100% is flagged; a missing figure says why."""
     result = cell.result
-    if result.error is not None:
-        return "error"
     value = cell.value(metric)
     if value is None:
-        return "–"
+        return cell.missing(metric)
     if metric == "efficiency":
-        return f"{value * 100:.1f}%"
+        return f"{value * 100:.1f}%" + (" ⚠ above ideal" if cell.implausible else "")
     kernel = isinstance(result, KernelResult)
     if metric == "per_watt":
         return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
-    return rate_text(result) if kernel else f"{value:,.1f} img/s"
+    if isinstance(result, KernelResult):
+        spread = result.spread_s / result.median_s if result.median_s else 0.0
+        return f"{rate_text(result)} ±{spread:.1%} ×{result.iterations:,}"
+    return f"{value:,.1f} img/s"
 
 
-def ratio_text(ratio: float | None) -> Text:
+def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
+    """A ratio, flagged with "?" and dimmed where it rests on a noisy figure."""
     if ratio is None:
         return Text("")
+    if noisy:
+        return Text(f" {ratio:.2f}×?", style="dim")
     return Text(f" {ratio:.2f}×", style="bold green" if ratio >= 1 else "bold red")
 
 
@@ -62,8 +68,14 @@ def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
     cell = row.cells.get(column)
     if cell is None:
         return Text("")
-    text = Text(figure_text(cell, metric), style="red" if cell.result.error else "")
-    return text + ratio_text(row.ratio(column, baseline, metric))
+    if cell.result.error:
+        style = "red"
+    elif cell.implausible and metric == "efficiency":
+        style = "bold yellow"
+    else:
+        style = "dim" if cell.noisy or cell.value(metric) is None else ""
+    text = Text(figure_text(cell, metric), style=style)
+    return text + ratio_text(row.ratio(column, baseline, metric), row.noisy(column, baseline))
 
 
 class ResultsScreen(Screen[None]):
