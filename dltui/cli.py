@@ -239,7 +239,7 @@ def _run_replay(argv: list[str]) -> int:
 
 
 def _run_export(argv: list[str]) -> int:
-    from dltui.recording.export import FORMATS, ExportError, export
+    from dltui.recording.export import FORMATS, TableExportError, export
     from dltui.recording.format import RecordingError
 
     parser = argparse.ArgumentParser(
@@ -254,7 +254,7 @@ def _run_export(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         rows = export(args.files, args.format, args.output)
-    except (RecordingError, ExportError) as exc:
+    except (RecordingError, TableExportError) as exc:
         parser.error(str(exc))
     print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
           f"{rows['models']} training runs ({rows['steps']} steps) → {args.output}")  # fmt: skip

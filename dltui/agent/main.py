@@ -7,7 +7,8 @@ import logging
 import ssl
 import sys
 
-from dltui.agent.server import Agent, ConfigError, run_until_signal, stable_agent_id
+from dltui.agent.config import ConfigFileError
+from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def run(
     sampler.start()
     try:
         asyncio.run(run_until_signal(serve))
-    except ConfigError as exc:
+    except ConfigFileError as exc:
         print(f"dltui agent: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
