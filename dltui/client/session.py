@@ -125,8 +125,9 @@ class ClientSession:
             self._running[connection] = asyncio.create_task(run, name=f"agent {connection.source}")
 
     async def run_connection(self, connection: AgentConnection) -> None:
-        """Keep one agent connected until `close`. A connection that dies of a bug says so as
-        the agent going offline: no column, campaign or recording is left believing it live."""
+        """Keep one agent connected until `close`. A connection that dies of a bug is logged
+        and ends as the agent going offline, so no column, campaign or recording is left
+        believing it live; it is not raised again, to a worker or a task nobody awaits."""
         task = asyncio.current_task()
         assert task is not None
         self._running[connection] = task
@@ -135,7 +136,6 @@ class ClientSession:
         except Exception as exc:
             log.exception("the connection to %s failed", connection.source)
             self.deliver(connection.source, Link("offline", time.time(), f"client error: {exc!r}"))
-            raise
         finally:
             self._running.pop(connection, None)
 

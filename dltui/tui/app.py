@@ -94,7 +94,6 @@ class DltuiApp(App[None]):
                 self.session.run_connection(connection),
                 name=f"agent {connection.source}",
                 group="connections",
-                exit_on_error=False,  # the session has said so: that server shows offline
             )
         await self.redraw()
         self.set_interval(1 / (REDRAW_HZ * STAGGER), self.redraw)
