@@ -70,8 +70,12 @@ class Step:
     @property
     def state(self) -> JobState | Literal["waiting", "running"]:
         if all(part.end is not None for part in self.parts):
-            return worst(part.end.state for part in self.parts if part.end is not None)
+            return self.ended()
         return "running" if any(part.job for part in self.parts) else "waiting"
+
+    def ended(self) -> JobState:
+        """How the parts that have ended did, the worst of them."""
+        return worst(part.end.state for part in self.parts if part.end is not None)
 
 
 def worst(states: object) -> JobState:
@@ -201,9 +205,7 @@ class Campaign:
                 break
             self._changed.clear()
             await self._changed.wait()
-        state = step.state
-        assert state not in ("waiting", "running")
-        return state
+        return step.ended()
 
     async def _cancel(self, part: Part) -> None:
         if part.job and part.end is None and not part.cancel_sent:

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from dltui.client.campaign import Member, check_layout, is_across
@@ -34,7 +35,7 @@ from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 
 
-def _names(allowed: tuple[str, ...]):
+def _names(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         names = [name.strip() for name in text.split(",") if name.strip()]
         unknown = [name for name in names if name not in allowed]
@@ -68,7 +69,9 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     add_connection_options(parser)
 
 
-def _kernels_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _kernels_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     from dltui.plans import names as plan
 
     parser = commands.add_parser(
@@ -103,7 +106,9 @@ def _counts(text: str) -> list[int]:
     return counts
 
 
-def _models_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _models_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     from dltui.plans import names as plan
 
     parser = commands.add_parser(

@@ -13,11 +13,11 @@ from dltui.client.target import (
     SshOptions,
     Target,
     TlsOptions,
-    parse_host_port,
     parse_remote_dltui,
     parse_target,
 )
 from dltui.errors import UsageError
+from dltui.protocol.address import parse_host_port
 from dltui.protocol.auth import SecretFileError, load_secret
 from dltui.protocol.messages import MAX_RATE_HZ
 
@@ -51,9 +51,11 @@ def target_argument(text: str) -> Target:
 def listen_argument(text: str) -> tuple[str, int]:
     """argparse's type for a HOST:PORT to listen on or meet at."""
     try:
-        return parse_host_port(text)
+        host, port = parse_host_port(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+    assert port is not None  # the default port fills a missing one in
+    return host, port
 
 
 def secret_option(path: str | None) -> bytes | None:

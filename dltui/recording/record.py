@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from dltui import version
 from dltui.client.campaign import is_across
@@ -75,18 +76,15 @@ async def _until_stopped(
 ) -> JobState:
     """Until a signal, the duration, or the plans' end and a moment more."""
     stopped = asyncio.ensure_future(stop.wait())
-    waits = [stopped]
-    if plans:
-        waits.append(asyncio.ensure_future(_run(session, plans)))
+    ran = asyncio.ensure_future(_run(session, plans)) if plans else None
+    waits: list[asyncio.Future[Any]] = [stopped] if ran is None else [stopped, ran]
     try:
-        done, _ = await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
-        finished = [future for future in done if future is not stopped]
-        if not finished:
+        await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
+        if ran is None or not ran.done():
             return "cancelled" if plans else "done"  # stopped before the plans ended
-        state = finished[0].result()
         # A moment more, so the telemetry shows the servers settling after the plan.
         await asyncio.wait([stopped], timeout=AFTER_PLAN_S)
-        return state
+        return ran.result()
     finally:
         for future in waits:
             future.cancel()
