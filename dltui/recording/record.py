@@ -82,9 +82,10 @@ async def _until_stopped(
         await asyncio.wait(waits, timeout=duration, return_when="FIRST_COMPLETED")
         if ran is None or not ran.done():
             return "cancelled" if plans else "done"  # stopped before the plans ended
+        state = ran.result()  # Unreachable now, when an agent could not be reached
         # A moment more, so the telemetry shows the servers settling after the plan.
         await asyncio.wait([stopped], timeout=AFTER_PLAN_S)
-        return ran.result()
+        return state
     finally:
         for future in waits:
             future.cancel()
