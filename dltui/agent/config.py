@@ -19,6 +19,7 @@ import os
 import tomllib
 from typing import Any
 
+from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
 from dltui.protocol.messages import MAX_RATE_HZ
 
@@ -27,8 +28,9 @@ MAX_NVML_TIMEOUT_S = 3600.0
 _PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
 
 
-class ConfigFileError(ValueError):
-    """The configuration file is unreadable, not TOML, or names something wrong."""
+class ConfigFileError(UsageError):
+    """The agent's configuration is unreadable, not TOML, names something wrong, or asks for
+    something unsafe or impossible (listening beyond loopback unauthenticated)."""
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable
 
+from dltui.agent.config import ConfigFileError
 from dltui.agent.jobs import Jobs
 from dltui.agent.listener import accept_forever, listening_socket
 from dltui.agent.session import Session
@@ -31,10 +32,6 @@ log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 128
 """Connections served at once; one more is told the agent is busy and closed."""
-
-
-class ConfigError(Exception):
-    """The agent was asked to start in a way that is unsafe or impossible."""
 
 
 def is_loopback(host: str) -> bool:
@@ -118,7 +115,7 @@ class Agent:
     async def serve_tcp(self, host: str, port: int, ready: Callable[[int], None]) -> None:
         """Serve until cancelled; `ready` gets the bound port (useful with port 0)."""
         if not is_loopback(host) and not self.authenticates_clients:
-            raise ConfigError(
+            raise ConfigFileError(
                 f"refusing to listen on {host}, which is not loopback, without --secret-file "
                 "(or --tls-client-ca); use a secret, or reach the agent over SSH"
             )
@@ -142,8 +139,8 @@ class Agent:
         """
         for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
             if not _is_pipe(stream.fileno()):
-                raise ConfigError(f"--stdio serves one client over a pipe (a local spawn, or ssh), "
-                                  f"and {name} is not one")  # fmt: skip
+                raise ConfigFileError(f"--stdio serves one client over a pipe (a local spawn, "
+                                      f"or ssh), and {name} is not one")  # fmt: skip
         self._loop = loop = asyncio.get_running_loop()
         frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dltui.errors import UsageError
 from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
 from dltui.plans import formulas
@@ -32,7 +33,7 @@ METRIC_WORDS = {"rate": "throughput", "per_watt": "per watt", "efficiency": "sca
 EXPORT_FORMATS = (".csv", ".json")
 
 
-class ExportError(ValueError):
+class ExportError(UsageError):
     """A file name the results cannot be written to; says why."""
 
 

@@ -7,6 +7,7 @@ import math
 import os
 import re
 
+from dltui.errors import UsageError
 from dltui.plans.names import (
     DEVICES,
     FILLS,
@@ -31,7 +32,7 @@ from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 _HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
 
 
-class PlanError(ValueError):
+class PlanError(UsageError):
     """A plan that names something unknown or asks for something absurd."""
 
 

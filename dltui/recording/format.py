@@ -21,6 +21,7 @@ from typing import Any
 
 import msgpack
 
+from dltui.errors import UsageError
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, decode_body
 from dltui.protocol.messages import Message, from_wire, to_wire
@@ -34,7 +35,7 @@ MAX_RECORD = MAX_FRAME + 4096  # a frame plus its time and source
 MAX_HEADER = 1 << 20
 
 
-class RecordingError(Exception):
+class RecordingError(UsageError):
     """Not a recording, a newer format, or a header that does not check out."""
 
 

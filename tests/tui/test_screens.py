@@ -11,6 +11,7 @@ from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample
 from dltui.tui import create_app
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.detail import DetailScreen
+from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.widgets.server_strip import ServerStrip
 from tests.tui.test_app import gpu_box_messages, screen_text, wait_for_text, wait_until
@@ -120,3 +121,21 @@ async def test_many_servers_lay_out_only_the_panels_near_the_view() -> None:
         await pilot.press("end")
         await wait_until(pilot, lambda: 63 in laid_out() and 0 not in laid_out())
         await wait_for_text(pilot, "gpu-63:7070")
+
+
+async def test_the_launcher_returns_the_run_to_start_and_escape_returns_nothing() -> None:
+    app = create_replay_app([H200, CPU])
+    answers: list = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await replayed_to_the_end(pilot)
+        await app.push_screen(LauncherScreen(app.fleet), answers.append)
+        await pilot.press("s")  # the first plan, on every live server (chosen already)
+        await wait_until(pilot, lambda: len(answers) == 1)
+        (start,) = answers
+        assert start.launch.description == "Smoke test" and start.sources == list(app.fleet.servers)
+        ((plan, across),) = start.launch.plans
+        assert plan.shape_set == "tiny" and not across
+        await app.push_screen(LauncherScreen(app.fleet), answers.append)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: len(answers) == 2)
+        assert answers[1] is None and not isinstance(app.screen, LauncherScreen)
