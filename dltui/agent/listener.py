@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import Error, to_wire
 from dltui.protocol.stream import MessageStream
+from dltui.userfiles import PEM_LIMIT, check_regular
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,9 @@ Handler = Callable[[MessageStream, str], Awaitable[None]]
 def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
     """TLS 1.2+ with this certificate; with `client_ca`, clients must present a certificate
     that CA signed (mutual TLS). OSError or ssl.SSLError when a file is unusable."""
+    for what, path in (("certificate", cert), ("key", key), ("client CA", client_ca)):
+        if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
+            check_regular(path, what, PEM_LIMIT)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)

@@ -23,18 +23,24 @@ from dltui.recording.format import (
     RecordingError,
     decode_header,
 )
+from dltui.userfiles import FileProblem, open_regular
 
 CHUNK = 1 << 20
+MAX_RECORDING = 1 << 40
+"""1 TiB: a day of 64 eight-GPU servers is a few GB. Reading streams (version 1 replays read
+the file whole, but only dltui's first releases wrote version 1)."""
 
 
 class RecordingReader:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            with open(self.path, "rb") as file:
+            with open_regular(self.path, "recording", MAX_RECORDING) as file:
                 start = file.read(MAX_HEADER + 64)
+        except FileProblem as exc:
+            raise RecordingError(str(exc)) from None
         except OSError as exc:
-            raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from exc
+            raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from None
         self.header, self.version, self.first = decode_header(start)
         self.damage: list[Damage] = []
 
