@@ -13,9 +13,9 @@ preauth-flood: `--connections` idle TCP connections, re-opened as soon as they c
 against an agent with a secret; meanwhile `dltui probe --secret-file` runs `--tries` times in a
 row from 127.0.0.1 and each try's exit status and time are reported.
 
-`--tree` runs the agent from another checkout of dltui (e.g. `git archive plans-move | tar -x
--C /tmp/before`) for the figures before a fix; the clients are always this checkout's. Figures
-are in docs/results/hardening.md.
+`--tree` runs the agent and probe from another checkout of dltui (e.g. `git archive plans-move
+| tar -x -C /tmp/before`) for the figures before a fix; the hostile clients are always this
+checkout's. Figures are in docs/results/hardening.md.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def measure_preauth_flood(tree: Path, connections: int, sources: int, tries: int
         addresses = [f"127.0.0.{2 + i}" for i in range(sources)]
         probe = [sys.executable, "-m", "dltui", "probe", f"127.0.0.1:{port}",
                  "--secret-file", str(secret)]  # fmt: skip
-        env = os.environ | {"PYTHONPATH": str(ROOT)}
+        env = os.environ | {"PYTHONPATH": str(tree)}
         outcomes = []
         try:
             with IdleFlood(port, connections, addresses) as flood:
@@ -95,7 +95,7 @@ def measure_preauth_flood(tree: Path, connections: int, sources: int, tries: int
                 for _ in range(tries):
                     began = time.monotonic()
                     done = subprocess.run(probe, capture_output=True, text=True, env=env,
-                                          cwd=ROOT, timeout=120)  # fmt: skip
+                                          cwd=tree, timeout=120)  # fmt: skip
                     took = time.monotonic() - began
                     last = (done.stderr.strip().splitlines() or [""])[-1]
                     outcomes.append({"exit": done.returncode, "seconds": round(took, 2),

@@ -38,6 +38,7 @@ from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
 
 if TYPE_CHECKING:
+    from dltui.agent.admission import Waiting
     from dltui.agent.server import Agent
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,14 @@ MAX_FRAME_BEFORE_AUTH = 4096
 """An auth frame is about 100 bytes: before it, no peer may make the agent buffer more."""
 
 
+class _Busy(Exception):
+    """The agent has all the clients it serves: said to one more that proved who it is."""
+
+
 class Session:
-    def __init__(self, agent: Agent, stream: MessageStream, peer: str) -> None:
+    def __init__(
+        self, agent: Agent, stream: MessageStream, peer: str, waiting: Waiting | None = None
+    ) -> None:
         self.agent = agent
         self.stream = stream
         self.peer = peer
@@ -70,6 +77,11 @@ class Session:
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
         self.ready = False  # set once the handshake succeeded: only then are results sent
+        self.admitted = False
+        """Counted among the agent's clients: it proved who it is and there was room."""
+        self._waiting = waiting
+        if waiting is not None:  # its place among the connections waiting to log in
+            waiting.on_expire(self._disconnect)
 
     # --- outgoing -------------------------------------------------------------------------
 
@@ -107,16 +119,22 @@ class Session:
         self._wake.set()
 
     def _overflow(self) -> None:
-        """Disconnect a client that does not read its replies: an error frame where the socket
-        has room for it, then the connection closed, forcibly after CLOSE_GRACE."""
+        """Disconnect a client that does not read its replies."""
         unread = self._control_bytes
         log.warning("closing %s: it left %d bytes of replies unread", self.peer, unread)
+        self._disconnect("overflow", f"disconnected: {unread} bytes of replies were left unread")
+
+    def _disconnect(self, code: str, detail: str) -> None:
+        """End the connection now, from outside its own flow (a client that reads nothing, or
+        a login whose time is up): an error frame behind what the socket already holds, then
+        the connection closed, forcibly after CLOSE_GRACE."""
         self._closing = True
         self._drop_queues()
         self._wake.set()
-        detail = f"disconnected: {unread} bytes of replies were left unread"
-        self.stream.write_frame(encode_frame(to_wire(Error("overflow", detail))))
         transport = self.stream.writer.transport
+        if transport.is_closing():
+            return
+        self.stream.write_frame(encode_frame(to_wire(Error(code, detail))))
         transport.close()
         asyncio.get_running_loop().call_later(CLOSE_GRACE, transport.abort)
 
@@ -165,6 +183,8 @@ class Session:
                     break
         except TimeoutError:
             await self._refuse("timeout", "no handshake in time")
+        except _Busy as exc:
+            await self._refuse("busy", str(exc))
         except AuthError as exc:
             await self._refuse("auth_failed", str(exc))
         except ProtocolError as exc:
@@ -221,6 +241,11 @@ class Session:
             ):
                 raise AuthError("wrong secret")
             proof = auth.agent_proof(secret, challenge, message.nonce)
+        if (busy := self.agent.room_for_client()) is not None:
+            raise _Busy(busy)
+        self.admitted = True
+        if self._waiting is not None:
+            self._waiting.release()
         welcome_body = await self.stream.send(
             Welcome(
                 agent_id=self.agent.agent_id,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 import sys
 
-from dltui.client.connection import handshake, handshake_timeout
+from dltui.client.connection import BACKOFF, AgentBusy, handshake, handshake_timeout
 from dltui.client.target import Target
 from dltui.client.transport import failure_reason, open_transport
 from dltui.formatting import fmt_bytes, fmt_value
@@ -18,8 +19,12 @@ from dltui.protocol.messages import Bye, Sample, Subscribe, Welcome, to_plain
 FIRST_SAMPLE_TIMEOUT = 10.0
 SETTLE = 1.2  # seconds: slow fields (GPM, clocks, ECC) come every 0.5-1 s
 
+BUSY_PATIENCE = 30.0
+"""Seconds probe keeps trying an agent that answers `busy`, with backoff."""
+
 EXIT_UNREACHABLE = 2
 EXIT_REFUSED = 3
+EXIT_BUSY = 4
 
 
 async def fetch(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
@@ -45,9 +50,29 @@ async def fetch(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
         await transport.close()
 
 
+async def fetch_when_free(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
+    """`fetch`, tried again with backoff while the agent says it is busy, for BUSY_PATIENCE."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + BUSY_PATIENCE
+    pauses = itertools.chain(BACKOFF, itertools.repeat(BACKOFF[-1]))
+    while True:
+        try:
+            return await fetch(target, secret)
+        except AgentBusy as exc:
+            pause = next(pauses)
+            if loop.time() + pause > give_up:
+                raise
+            if pause == BACKOFF[0]:
+                print(f"dltui probe: {target.label}: {exc}; trying again", file=sys.stderr)
+            await asyncio.sleep(pause)
+
+
 def probe(target: Target, secret: bytes | None, as_json: bool = False) -> int:
     try:
-        welcome, sample = asyncio.run(fetch(target, secret))
+        welcome, sample = asyncio.run(fetch_when_free(target, secret))
+    except AgentBusy as exc:
+        print(f"dltui probe: {target.label} is still busy: {exc}", file=sys.stderr)
+        return EXIT_BUSY
     except AuthError as exc:
         print(f"dltui probe: {target.label} refused the connection: {exc}", file=sys.stderr)
         return EXIT_REFUSED
