@@ -27,6 +27,8 @@ from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
 
 AFTER_PLAN_S = 2.0
+EXIT_WRITE_FAILED = 74
+"""sysexits' EX_IOERR: the file system refused a write (full, read-only, over a size limit)."""
 
 
 class _Tee:
@@ -83,8 +85,10 @@ async def record(
         started=time.time(),
         sources={target.label: target.label for target in targets},
     )
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()  # a signal, or the writer's failure
     try:
-        writer = RecordingWriter(path, header)
+        writer = RecordingWriter(path, header, lambda _: loop.call_soon_threadsafe(stop.set))
     except FileExistsError:
         print(f"dltui record: {path} exists; recordings are never overwritten", file=sys.stderr)
         return 2
@@ -94,8 +98,6 @@ async def record(
     tee = _Tee(writer)
     connections = [AgentConnection(t, tee, secret, rate_hz) for t in targets]
     tasks = [asyncio.create_task(connection.run()) for connection in connections]
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"dltui record: recording {len(targets)} agent(s) to {path}", file=sys.stderr)
@@ -124,6 +126,9 @@ async def record(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         writer.close()
+    if writer.failure is not None:
+        print(f"dltui record: {writer.failure}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     size = fmt_bytes(writer.bytes_written)
     print(f"dltui record: {writer.records} frames, {size} in {path}", file=sys.stderr)
     return EXIT_CODES[state]

@@ -317,9 +317,12 @@ class DltuiApp(App[None]):
         now = time.time()
         path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime(now)))
         sources = {connection.source: connection.target.label for connection in self.connections}
+        loop = asyncio.get_running_loop()
         try:
             header = RecordingHeader(version(), now, sources)
-            self.recorder = RecordingWriter(path, header)
+            self.recorder = RecordingWriter(
+                path, header, lambda why: loop.call_soon_threadsafe(self._recording_failed, why)
+            )
         except OSError as exc:
             self.notify(f"cannot record to {path}: {exc.strerror}", severity="error")
             return
@@ -329,6 +332,14 @@ class DltuiApp(App[None]):
             link = Link(server.link, now, server.link_detail, server.rtt, server.offset)
             self.recorder.write(source, link, now)
         self.notify(f"recording to {path}")
+
+    def _recording_failed(self, failure: str) -> None:
+        """A write failed (a full disk, a file system gone read-only): the recording stopped."""
+        recorder = self.recorder
+        if recorder is not None and recorder.failure == failure:
+            self.recorder = None
+            recorder.close()
+        self.notify(failure, title="recording stopped", severity="error", timeout=60)
 
 
 def create_app(
