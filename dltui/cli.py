@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dltui.agent.config import MAX_NVML_TIMEOUT_S, in_range
+from dltui.agent.config import MAX_NVML_TIMEOUT_S, data_dirs, in_range
 from dltui.client.options import (
     add_connection_options,
     listen_argument,
@@ -36,6 +36,14 @@ def _number_argument(high: float, unit: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(message) from None
 
     return number
+
+
+def _data_dir(text: str) -> str:
+    try:
+        (folder,) = data_dirs([text])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return folder
 
 
 _rate = _number_argument(MAX_RATE_HZ, "a number of Hz")
@@ -95,6 +103,12 @@ def _agent_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
     )
+    parser.add_argument(
+        "--data-dir", action="append", type=_data_dir, metavar="DIR", dest="data_dir",
+        help="a folder time-to-accuracy plans may read, with those inside it (repeat for more; "
+        "default: none; replaces the config's data_dirs)",
+    )  # fmt: skip
+    parser.set_defaults(data_dirs=())  # the config's data_dirs, if it has them
     security = parser.add_argument_group("security")
     security.add_argument(
         "--secret-file", metavar="FILE", help="a secret clients must prove they know (mode 0600)"
@@ -161,7 +175,8 @@ def _run_agent(argv: list[str]) -> int:
     from dltui.agent.main import run
 
     listen = None if args.stdio else args.listen
-    return run(listen, args.rate, secret, tls, nvml_timeout=args.nvml_timeout)
+    data_dirs = tuple(args.data_dir or args.data_dirs)
+    return run(listen, args.rate, secret, tls, args.nvml_timeout, data_dirs)
 
 
 def _server_tls(parser: argparse.ArgumentParser, args: argparse.Namespace):

@@ -66,6 +66,7 @@ class Agent:
         agent_id: str,
         secret: bytes | None = None,
         tls: ssl.SSLContext | None = None,
+        data_dirs: tuple[str, ...] = (),
     ) -> None:
         self.inventory = inventory
         self.rate_hz = rate_hz
@@ -76,7 +77,7 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.throttle = AuthThrottle()
         self.admission = Admission()
-        self.jobs = Jobs(self.publish)
+        self.jobs = Jobs(self.publish, data_dirs)
 
     @property
     def authenticates_clients(self) -> bool:
