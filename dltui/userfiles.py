@@ -45,7 +45,9 @@ def open_regular(
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        raise FileProblem(f"cannot read {what} {path}: {exc.strerror}") from None
+        raise FileProblem(f"cannot read {what} {name_of(path)}: {exc.strerror}") from None
+    except ValueError:  # a NUL in the name: a TOML string may hold one
+        raise FileProblem(f"{what} {name_of(path)}: a file name holds no NUL byte") from None
     try:
         status = os.fstat(fd)
         problem = (
@@ -54,7 +56,7 @@ def open_regular(
             or _too_big(status.st_size, what, limit)
         )
         if problem:
-            raise FileProblem(f"{what} {path}: {problem}")
+            raise FileProblem(f"{what} {name_of(path)}: {problem}")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -70,9 +72,9 @@ def read_bounded(
         try:
             data = file.read(limit + 1)
         except OSError as exc:
-            raise FileProblem(f"cannot read {what} {path}: {exc.strerror}") from None
+            raise FileProblem(f"cannot read {what} {name_of(path)}: {exc.strerror}") from None
     if len(data) > limit:  # it grew since fstat
-        raise FileProblem(f"{what} {path}: {_too_big(len(data), what, limit)}")
+        raise FileProblem(f"{what} {name_of(path)}: {_too_big(len(data), what, limit)}")
     return data
 
 
@@ -90,17 +92,26 @@ def load_toml(path: str | os.PathLike[str], what: str, limit: int) -> dict[str, 
     except UnicodeDecodeError as exc:
         byte = data[exc.start]
         raise FileProblem(
-            f"{what} {path}: not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})"
+            f"{what} {name_of(path)}: not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})"
         ) from None
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise FileProblem(f"{what} {path} is not valid TOML: {_short_reason(str(exc))}") from None
+        reason = _short_reason(str(exc))
+        raise FileProblem(f"{what} {name_of(path)} is not valid TOML: {reason}") from None
     except RecursionError:  # arrays in arrays a few hundred deep: tomllib recurses
-        raise FileProblem(f"{what} {path}: nested deeper than {MAX_TOML_DEPTH} levels") from None
+        raise FileProblem(
+            f"{what} {name_of(path)}: nested deeper than {MAX_TOML_DEPTH} levels"
+        ) from None
     if _depth_over(document, MAX_TOML_DEPTH):
-        raise FileProblem(f"{what} {path}: nested deeper than {MAX_TOML_DEPTH} levels")
+        raise FileProblem(f"{what} {name_of(path)}: nested deeper than {MAX_TOML_DEPTH} levels")
     return document
+
+
+def name_of(path: str | os.PathLike[str]) -> str:
+    """A file's name for an error line: as given, unless it would break the line or run long."""
+    text = os.fsdecode(path)
+    return text if text.isprintable() and len(text) <= 256 else quote(text)
 
 
 def listing(names: Iterable[object], most: int = 6) -> str:
