@@ -26,6 +26,10 @@ def run(
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout)
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
+    if listen is None and not data_dirs:
+        # Over stdio the client is the user who started the agent (a local spawn, or ssh into
+        # that user's account): its plans may read any folder that user can.
+        data_dirs = ("/",)
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs)
 
     def ready(port: int) -> None:

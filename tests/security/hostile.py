@@ -4,7 +4,6 @@ as soon as they close. The tests and benchmarks/hardening.py use the same ones."
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import socket
 import threading
@@ -118,13 +117,15 @@ class IdleFlood:
                 continue
             self.opened += 1
             with sock:
-                sock.settimeout(0.2)
+                sock.settimeout(0.2)  # to notice the end of the flood
                 while not self._stop.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        try:
-                            if not sock.recv(4096):
-                                self.closed_by_agent += 1
-                                break
-                        except OSError:
-                            self.closed_by_agent += 1
+                    try:
+                        if not sock.recv(4096):  # the hello, an error, then the agent closes
                             break
+                    except TimeoutError:
+                        continue
+                    except OSError:
+                        break
+                else:
+                    return
+            self.closed_by_agent += 1

@@ -12,7 +12,7 @@ import pytest
 
 from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.jobs import data_dir_refusal
-from dltui.protocol.messages import JobEnd, ModelPlan, Run
+from dltui.protocol.messages import JobEnd, JobResult, ModelPlan, Run
 from tests.integration.test_agent_stream import connect
 
 
@@ -63,13 +63,16 @@ def test_the_config_names_them_as_absolute_paths(tmp_path):
             load_config(config)
 
 
-async def end_of(client, plan: ModelPlan, seq: int) -> JobEnd:
+async def end_of(client, plan: ModelPlan, seq: int) -> tuple[JobEnd, list[JobResult]]:
+    """Run the plan; how its job ended, and its results."""
     job = f"job-{seq}"
     await client.stream.send(Run.of(seq, job, plan))
-    while not isinstance(message := await asyncio.wait_for(client.stream.receive(), 15), JobEnd):
-        pass
+    results = []
+    while not isinstance(message := await asyncio.wait_for(client.stream.receive(), 60), JobEnd):
+        if isinstance(message, JobResult):
+            results.append(message)
     assert message.job == job
-    return message
+    return message, results
 
 
 async def test_a_real_agent_says_the_same_for_what_exists_and_what_does_not(agent_factory, folders):
@@ -77,9 +80,19 @@ async def test_a_real_agent_says_the_same_for_what_exists_and_what_does_not(agen
     client, _ = await connect(agent.address)
     said = {}
     for seq, name in enumerate(["secret", "nothing-here", "allowed/way-out"], start=1):
-        end = await end_of(client, to_accuracy(str(folders / name)), seq)
+        end, _ = await end_of(client, to_accuracy(str(folders / name)), seq)
         assert end.state == "refused"
         said[name] = end.error
     assert len(set(said.values())) == 1, said
     assert "dirsecret" not in str(said) and "not a folder" not in str(said)
+    await client.close()
+
+
+async def test_a_local_agent_reads_what_its_user_can(folders):
+    """Over stdio the client is the user who started the agent: no data_dirs needed."""
+    pytest.importorskip("torch")
+    client, _ = await connect("local")
+    end, (result,) = await end_of(client, to_accuracy(str(folders / "nothing-here")), 1)
+    assert end.state == "done" and result.model is not None
+    assert "is not a folder on this server" in (result.model.error or ""), result
     await client.close()
