@@ -105,7 +105,7 @@ def mounted(kind: str, where: Path, *options: str) -> Iterator[Path]:
 def test_a_full_disk_stops_the_recording(agent_factory, tmp_path):
     agent = agent_factory("--rate", "50")
     with mounted("tmpfs", tmp_path / "disk", "-o", "size=32k", "tmpfs") as disk:
-        (disk / "filler").write_bytes(b"\0" * 24 * 1024)  # 8 KiB left: a few seconds of frames
+        (disk / "filler").write_bytes(b"\0" * 28 * 1024)  # 4 KiB left: a second or two of frames
         path = disk / "full.dlrec"
         result, took = record_until_it_fails(agent, path)
         check_stopped_cleanly(result, took, path, ("No space left on device",), torn_tail=False)
