@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dltui.client.session import FAILED, ClientSession, Unreachable
 from dltui.client.target import Target
 from dltui.protocol.messages import Link, Message, Sample, Welcome
@@ -11,16 +13,24 @@ SETTLE = 1.2  # seconds: slow fields (GPM, clocks, ECC) come every 0.5-1 s
 RATE_HZ = 10.0
 
 
-async def probe(target: Target, secret: bytes | None) -> tuple[Welcome, Sample]:
-    """Unreachable when the agent cannot be reached, refuses us, or sends no sample in time."""
+async def probe(
+    target: Target, secret: bytes | None, busy: Callable[[str], None] = lambda _: None
+) -> tuple[Welcome, Sample]:
+    """Unreachable when the agent cannot be reached, refuses us, stays busy or sends no sample
+    in time; `busy` hears why, the first time the agent says it has no room."""
     samples: list[Sample] = []
     lost: list[Link] = []
+    told_busy: list[Link] = []
 
     def keep(source: str, message: Message) -> None:
         if isinstance(message, Sample):
             samples.append(message)
         elif isinstance(message, Link) and message.state in FAILED:
             lost.append(message)
+        elif isinstance(message, Link) and message.state == "busy":
+            if not told_busy:
+                busy(message.detail or "busy")
+            told_busy.append(message)
 
     def settled() -> bool:
         return bool(lost) or (bool(samples) and samples[-1].mono >= samples[0].mono + SETTLE)

@@ -10,9 +10,11 @@ campaigns learn from them how their jobs go.
 probe one) waits for each agent's first attempt: its welcome, or the reason it failed, which
 ends the wait at once as `Unreachable` (refused: wrong secret, certificate or ssh key; else
 unreachable). Retrying would not mend a refusal, and a person or a cron job is better told
-now which agent is down than after a minute of silence. Every attempt is bounded by the
-handshake's own limit (45 s for an agent the client starts, past its NVML deadline), so the
-wait ends by itself. The TUI does not wait: it shows each agent's attempts as they go.
+now which agent is down than after a minute of silence. An agent that answers `busy` (no room
+now) has not failed: its connection tries again with backoff, and the wait goes on. Every
+attempt is bounded by the handshake's own limit (45 s for an agent the client starts, past
+its NVML deadline), so the wait ends by itself. The TUI does not wait: it shows each agent's
+attempts as they go.
 """
 
 from __future__ import annotations
@@ -43,15 +45,18 @@ FAILED = ("offline", "auth_failed")
 
 
 class Unreachable(DltuiError):
-    """An agent did not answer its first attempt, or refused us."""
+    """An agent did not answer its first attempt, refused us, or stayed busy."""
 
-    def __init__(self, target: Target, reason: str, refused: bool) -> None:
-        what = (
-            f"{target.label} refused the connection" if refused else f"cannot reach {target.label}"
-        )
+    def __init__(self, target: Target, reason: str, refused: bool, busy: bool = False) -> None:
+        if busy:
+            what = f"{target.label} is still busy"
+        elif refused:
+            what = f"{target.label} refused the connection"
+        else:
+            what = f"cannot reach {target.label}"
         super().__init__(f"{what}: {reason}")
         self.target, self.reason, self.refused = target, reason, refused
-        self.exit_status = 3 if refused else 2
+        self.exit_status = 4 if busy else 3 if refused else 2
 
 
 class ClientSession:
@@ -149,6 +154,9 @@ class ClientSession:
             await self.until(lambda: self._failed() is not None or self._all_welcomed(), limit)
         except TimeoutError:
             silent = next(c for c in self.connections if c.welcome is None)
+            if silent.state == "busy":  # told busy at every try, with backoff, until the limit
+                reason = f"no room for us within {limit:g} s"
+                raise Unreachable(silent.target, reason, False, busy=True) from None
             raise Unreachable(silent.target, f"no answer within {limit:g} s", False) from None
         failed = self._failed()
         if failed is not None:

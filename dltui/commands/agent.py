@@ -7,7 +7,7 @@ import logging
 import ssl
 import sys
 
-from dltui.agent.config import MAX_NVML_TIMEOUT_S, load_config
+from dltui.agent.config import MAX_NVML_TIMEOUT_S, data_dirs, load_config
 from dltui.commands.options import add_rate_option, listen_argument, number_argument, secret_option
 from dltui.errors import UsageError
 
@@ -34,6 +34,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
     )
+    parser.add_argument(
+        "--data-dir", action="append", type=_data_dir, metavar="DIR", dest="data_dir",
+        help="a folder time-to-accuracy plans may read, with those inside it (repeat for more; "
+        "default: none; replaces the config's data_dirs)",
+    )  # fmt: skip
+    parser.set_defaults(data_dirs=())  # the config's data_dirs, if it has them
     security = parser.add_argument_group("security")
     security.add_argument(
         "--secret-file", metavar="FILE", help="a secret clients must prove they know (mode 0600)"
@@ -64,7 +70,16 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from dltui.agent.main import run as serve
 
     listen = None if args.stdio else args.listen
-    return serve(listen, args.rate, secret, tls, nvml_timeout=args.nvml_timeout)
+    folders = tuple(args.data_dir or args.data_dirs)
+    return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders)
+
+
+def _data_dir(text: str) -> str:
+    try:
+        (folder,) = data_dirs([text])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return folder
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:

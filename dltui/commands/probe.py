@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
@@ -29,7 +30,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     secret = secret_option(args.secret_file)
     (target,) = reach(args, [args.agent])
-    welcome, sample = asyncio.run(probe(target, secret))
+
+    def busy(why: str) -> None:
+        print(f"dltui probe: {target.label}: {why}; trying again", file=sys.stderr)
+
+    welcome, sample = asyncio.run(probe(target, secret, busy))
     if args.json:
         report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}
         report |= {"inventory": to_plain(welcome.inventory), "sample": to_plain(sample)}

@@ -18,7 +18,8 @@ from dltui.protocol.validate import build
 PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
 
 GpuState = Literal["ok", "lost", "error"]
-LinkStateName = Literal["connecting", "live", "offline", "auth_failed"]
+LinkStateName = Literal["connecting", "live", "offline", "auth_failed", "busy"]
+"""busy: the agent has no room now (its clients, or connections waiting to log in); retried."""
 JobState = Literal["done", "cancelled", "failed", "refused"]
 
 

@@ -13,6 +13,7 @@ import asyncio
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,21 @@ from dltui.client.campaign import is_across
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.client.target import Target
-from dltui.errors import UsageError
+from dltui.errors import DltuiError, UsageError
 from dltui.formatting import fmt_bytes
 from dltui.protocol.messages import JobState, Plan
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
 
 AFTER_PLAN_S = 2.0
+EXIT_WRITE_FAILED = 74
+"""sysexits' EX_IOERR: the file system refused a write (full, read-only, over a size limit)."""
+
+
+class RecordingStopped(DltuiError):
+    """A write failed: the recording stopped, and the file holds what came before."""
+
+    exit_status = EXIT_WRITE_FAILED
 
 
 async def record(
@@ -40,11 +49,11 @@ async def record(
 ) -> JobState:
     """Record until stopped; with plans, how they ended ("cancelled" if stopped first).
     Unreachable when an agent the plans need cannot be reached."""
-    writer = _create(path, targets)
+    stop = asyncio.Event()  # a signal, or the writer's failure
+    loop = asyncio.get_running_loop()
+    writer = _create(path, targets, lambda _: loop.call_soon_threadsafe(stop.set))
     session = ClientSession(targets, secret, rate_hz)
     session.subscribe(writer.write)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"dltui record: recording {len(targets)} agent(s) to {path}", file=sys.stderr)
@@ -53,18 +62,22 @@ async def record(
             return await _until_stopped(session, plans, stop, duration)
     finally:
         writer.close()
+        if writer.failure is not None:
+            raise RecordingStopped(writer.failure)
         size = fmt_bytes(writer.bytes_written)
         print(f"dltui record: {writer.records} frames, {size} in {path}", file=sys.stderr)
 
 
-def _create(path: Path, targets: list[Target]) -> RecordingWriter:
+def _create(
+    path: Path, targets: list[Target], on_failure: Callable[[str], None]
+) -> RecordingWriter:
     header = Header(
         dltui=version(),
         started=time.time(),
         sources={target.label: target.label for target in targets},
     )
     try:
-        return RecordingWriter(path, header)
+        return RecordingWriter(path, header, on_failure)
     except FileExistsError:
         raise UsageError(f"{path} exists; recordings are never overwritten") from None
     except OSError as exc:

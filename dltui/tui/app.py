@@ -13,6 +13,7 @@ while there is one), the results (`v`) and a server's detail (`d`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -129,7 +130,7 @@ class DltuiApp(App[None]):
         words = [f"{count} server{'s' if count != 1 else ''}"]
         states = fleet.summary()
         words.append(f"{states.get('live', 0)} live")
-        for state in ("connecting", "offline", "auth_failed"):
+        for state in ("connecting", "busy", "offline", "auth_failed"):
             if states.get(state):
                 words.append(f"{states[state]} {state.replace('_', ' ')}")
         if self.name_filter:
@@ -317,9 +318,12 @@ class DltuiApp(App[None]):
         path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime(now)))
         connections = self.session.connections
         sources = {connection.source: connection.target.label for connection in connections}
+        loop = asyncio.get_running_loop()
         try:
             header = RecordingHeader(version(), now, sources)
-            recorder = RecordingWriter(path, header)
+            recorder = RecordingWriter(
+                path, header, lambda why: loop.call_soon_threadsafe(self._recording_failed, why)
+            )
         except OSError as exc:
             self.notify(f"cannot record to {path}: {exc.strerror}", severity="error")
             return
@@ -331,6 +335,15 @@ class DltuiApp(App[None]):
         self.recorder = recorder
         self.session.subscribe(recorder.write)
         self.notify(f"recording to {path}")
+
+    def _recording_failed(self, failure: str) -> None:
+        """A write failed (a full disk, a file system gone read-only): the recording stopped."""
+        recorder = self.recorder
+        if recorder is not None and recorder.failure == failure:
+            self.recorder = None
+            self.session.unsubscribe(recorder.write)
+            recorder.close()
+        self.notify(failure, title="recording stopped", severity="error", timeout=60)
 
 
 def create_app(
