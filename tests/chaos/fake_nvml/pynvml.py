@@ -5,7 +5,8 @@ DLTUI_FAKE_NVML environment variable (JSON), e.g.
     {"gpus": [{}, {"faults": {"nvmlDeviceGetPowerUsage": "NotSupported"}},
               {"hangs": ["nvmlDeviceGetMemoryInfo"]}]}
 
-`faults` raise the named NVMLError on every call; `hangs` never return. Production code has no
+`faults` raise the named NVMLError on every call; `hangs` never return; `"gpm": true` gives a
+GPU GPM metrics, as an H200 has. Production code has no
 hook for this: the agent imports pynvml as always and gets this module.
 """
 
@@ -22,6 +23,7 @@ _spec = json.loads(os.environ.get("DLTUI_FAKE_NVML", '{"gpus": [{}]}'))
 _gpus = [
     fake.FakeGpu(
         uuid=f"GPU-{index}",
+        gpm=bool(gpu.get("gpm", False)),
         faults={
             name: getattr(fake, f"NVMLError_{error}")()
             for name, error in gpu.get("faults", {}).items()
