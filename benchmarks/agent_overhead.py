@@ -265,7 +265,7 @@ def main() -> None:
     parser.add_argument("--scrape-interval", type=float, metavar="S",
                         help="serve --metrics and scrape it every S seconds")  # fmt: skip
     parser.add_argument("--fake-nvml", type=int, metavar="GPUS",
-                        help="the test suite's fake NVML with GPUS GPUs (no GPU needed)")  # fmt: skip
+                        help="the suite's fake NVML with GPUS GPUs (no GPU needed)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="measure this many times")
     parser.add_argument("--profile", metavar="OUT", help="profile the agent; write to OUT")
     parser.add_argument("--gemm", action="store_true", help="also measure GEMM slowdown (GPU)")
@@ -287,7 +287,7 @@ def main() -> None:
         report["gemm"] = measure_gemm_slowdown(args)
     for section, figures in report.items():
         print(f"[{section}]")
-        for key, value in (figures.items() if isinstance(figures, dict) else [("", figures)]):
+        for key, value in figures.items() if isinstance(figures, dict) else [("", figures)]:
             print(f"  {key:40} {value}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

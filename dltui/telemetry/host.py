@@ -74,9 +74,8 @@ class HostSampler:
         """The host now: read every `counter_interval`, the last reading repeated in between
         (samples are whole on their own)."""
         now = self._clock()
-        if self._last is None or self._previous is None or (
-            now - self._previous[0] >= self.counter_interval
-        ):
+        due = self._previous is None or now - self._previous[0] >= self.counter_interval
+        if self._last is None or due:
             values: dict[str, float] = {}
             per_core = self._cpu(values)
             values["load1"], values["load5"], values["load15"] = self._load()

@@ -283,7 +283,10 @@ class NvmlGateway:
                 raise exc
             totals[position // len(scopes)] += _field_value(entry)
             stamp = max(stamp, entry.timestamp)
-        counters = {"nvlink_tx_bytes": totals[0] * KIB, "nvlink_rx_bytes": totals[1] * KIB}
+        counters: dict[str, float] = {
+            "nvlink_tx_bytes": totals[0] * KIB,
+            "nvlink_rx_bytes": totals[1] * KIB,
+        }
         previous = dev.nvlink_prev
         dev.nvlink_prev = (stamp, totals[0], totals[1])
         if previous is None:

@@ -339,4 +339,3 @@ def merged(
     if values is gpu.values and processes is None:
         return gpu
     return GpuSample(gpu.index, gpu.state, values, gpu.errors, processes)
-

@@ -72,11 +72,11 @@ def test_memory_and_counters_are_read_at_their_own_slower_interval(monkeypatch) 
 
 
 PROC_NET_DEV = b"""\
-Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo: 1000000000000 5    0    0    0     0          0         0 1000000000000 5 0 0 0 0 0 0
-  eth0:     100      2    0    0    0     0          0         0      200       3    0    0    0     0       0          0
-   ib0:       1      1    0    0    0     0          0         0        2       1    0    0    0     0       0          0
+Inter-|   Receive                                  |  Transmit
+ face |bytes    packets errs drop fifo frame compr multi|bytes    packets errs drop fifo colls
+    lo: 1000000000000 5 0 0 0 0 0 0 1000000000000 5 0 0 0 0 0 0
+  eth0:     100      2    0    0    0     0     0     0      200       3    0    0    0     0 0 0
+   ib0:       1      1    0    0    0     0     0     0        2       1    0    0    0     0 0 0
 """
 
 

@@ -232,7 +232,7 @@ def test_the_rate_follows_set_rate_at_once_and_on_a_new_grid() -> None:
         collector.done = lambda s: len(s) >= len(slow) + 20
         collector.event.clear()
         sampler.set_rate(50.0)
-        fast = collector.wait()[len(slow):]
+        fast = collector.wait()[len(slow) :]
     finally:
         sampler.stop()
     assert 1.6 < slow[2].mono - slow[0].mono < 2.6
