@@ -114,7 +114,7 @@ JOB_RUNNING = MetricSpec("dltui_job_running", "gauge", "1 while a benchmark job 
 JOB_CASES_DONE = MetricSpec("dltui_job_cases_done", "gauge", "cases the running job has "
                             "finished", HOST_LABELS)  # fmt: skip
 JOB_CASES = MetricSpec("dltui_job_cases", "gauge", "cases in the running job", HOST_LABELS)
-JOB_PROGRESS = MetricSpec("dltui_job_progress", "gauge", "how far the running job is, 0 to 1",
+JOB_PROGRESS = MetricSpec("dltui_job_progress_ratio", "gauge", "how far the running job is, 0 to 1",
                           HOST_LABELS, "ratio")  # fmt: skip
 JOBS_ENDED = MetricSpec("dltui_jobs_ended", "counter", "benchmark jobs ended since the agent "
                         "started, by how they ended", (*HOST_LABELS, "state"))  # fmt: skip
