@@ -52,10 +52,11 @@ class PrometheusServer:
     """
 
     def __init__(self, folder: Path, scrape_configs: list[dict[str, Any]] | None = None,
-                 data: Path | None = None) -> None:  # fmt: skip
+                 data: Path | None = None, rule_files: tuple[Path, ...] = ()) -> None:  # fmt: skip
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "rule_files": [str(path) for path in rule_files],
                   "scrape_configs": scrape_configs or []}  # fmt: skip
         self.config = folder / "prometheus.yml"
         self.config.write_text(json.dumps(config, indent=1))  # YAML reads JSON
@@ -97,6 +98,11 @@ class PrometheusServer:
         body = get_json(f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}")
         assert body["status"] == "success", body
         return list(body["data"]["result"])
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts pending or firing now."""
+        body = get_json(f"{self.url}/api/v1/alerts")
+        return list(body["data"]["alerts"])
 
     def wait_for_series(self, expr: str, timeout: float = 30.0) -> list[dict[str, Any]]:
         found = wait_for(lambda: self.query(expr), timeout, what=f"Prometheus to have {expr}")

@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from dltui.protocol.messages import JobEnd, JobResult, Run
+from tests.conftest import ROOT, wait_for
 from tests.integration.test_agent_stream import connect
 from tests.integration.test_metrics import fake_gpus, metrics_url  # noqa: F401
 from tests.prometheus import PrometheusServer, tool, values
@@ -25,7 +26,7 @@ async def test_prometheus_scrapes_an_agent(agent_factory, fake_gpus, tmp_path): 
     target = metrics_url(agent).split("//")[1].split("/")[0]
     prometheus = PrometheusServer(tmp_path / "prometheus", [
         {"job_name": "dltui", "static_configs": [{"targets": [target]}]},
-    ])  # fmt: skip
+    ], rule_files=(ROOT / "agents/prometheus/dltui-alerts.yml",))  # fmt: skip
     try:
         up = prometheus.wait_for_series('up{job="dltui"} == 1')
         assert up[0]["metric"]["instance"] == target
@@ -39,6 +40,9 @@ async def test_prometheus_scrapes_an_agent(agent_factory, fake_gpus, tmp_path): 
         assert values(clock, "gpu") == {"0": 1980e6}
         assert prometheus.query('dltui_gpu_energy_joules_total{gpu="0"}')  # a counter
         assert prometheus.query('dltui_gpu_throttle_reason{gpu="0", reason="idle"} == 1')
+        lost = wait_for(lambda: [a for a in prometheus.alerts() if a["labels"]["alertname"]
+                                 == "DltuiGpuLost"], what="the shipped GPU-lost alert")  # fmt: skip
+        assert [(a["labels"]["gpu"], a["state"]) for a in lost] == [("1", "pending")]  # for: 1m
 
         client, _ = await connect(agent.address)
         await client.stream.send(Run(1, "cpu-gemm", TINY))
