@@ -48,8 +48,8 @@ def metric_names(expr: str) -> set[str]:
 
 
 def test_metric_names_reads_promql():
-    assert metric_names('sum by (gpu) (rate(dltui_a_total{x="y"}[5m])) / on (i) group_left '
-                        '(h) dltui_b{z=~"a|b"} > bool 0') == {"dltui_a_total", "dltui_b"}  # fmt: skip
+    expr = 'sum by (gpu) (rate(dltui_a_total{x="y"}[5m])) / on (i) group_left (h) dltui_b{z=~"a|b"}'
+    assert metric_names(f"{expr} > bool 0") == {"dltui_a_total", "dltui_b"}
 
 
 def dashboard_queries() -> list[str]:
