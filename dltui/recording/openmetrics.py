@@ -40,7 +40,6 @@ BLOCK = 4096
 """Pairs a series holds before they go to the spill file."""
 SPILL_BUDGET = 1 << 21
 """Pairs held in all (32 MB), past which every series' pairs are spilled."""
-WRITE_LINES = 1 << 14
 
 
 def escape(value: str) -> str:
@@ -50,21 +49,22 @@ def escape(value: str) -> str:
 
 def number(value: float) -> str:
     """A value as OpenMetrics writes numbers: Python's shortest form, and NaN, +Inf, -Inf."""
-    if math.isfinite(value):
-        return repr(value)
+    text = repr(value)
+    if text[-1] not in "nf":  # repr's nan, inf and -inf are the only ones ending so
+        return text
     return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
 
 
 class _Series:
-    __slots__ = ("blocks", "last_ms", "pairs", "prefix")
+    __slots__ = ("blocks", "last", "pairs", "prefix")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.pairs = array("d")
-        """(milliseconds, value), flat."""
+        """(seconds rounded to the millisecond, value), flat."""
         self.blocks = array("q")
         """(offset, pairs) of each block in the spill file, flat."""
-        self.last_ms = -math.inf
+        self.last = -math.inf
 
 
 class OpenMetricsWriter:
@@ -80,15 +80,16 @@ class OpenMetricsWriter:
 
     def add(self, points: Iterable[Point], seconds: float, instance: str) -> None:
         """Points taken at `seconds` (Unix time) by the agent named `instance`."""
-        ms = float(round(seconds * 1000))
+        # Prometheus keeps milliseconds; repr writes this float with at most three decimals.
+        stamp = round(seconds * 1000) / 1000
         for spec, labels, value in points:
             series = self._series.get((spec.name, instance, labels))
             if series is None:
                 series = self._new_series(spec, labels, instance)
-            if ms <= series.last_ms:
+            if stamp <= series.last:
                 continue
-            series.last_ms = ms
-            series.pairs.append(ms)
+            series.last = stamp
+            series.pairs.append(stamp)
             series.pairs.append(value)
             self._held += 1
             if len(series.pairs) >= 2 * BLOCK:
@@ -127,19 +128,16 @@ class OpenMetricsWriter:
             if spec.unit:
                 out.write(f"# UNIT {spec.name} {spec.unit}\n")
             for series in family:
-                lines: list[str] = []
                 prefix = series.prefix
                 for pairs in self._read(series):
-                    for ms, value in zip(pairs[::2], pairs[1::2], strict=True):
-                        whole = int(ms)
-                        lines.append(
-                            f"{prefix}{number(value)} {whole // 1000}.{whole % 1000:03d}\n"
-                        )
-                    self.points += len(pairs) // 2
-                    if len(lines) >= WRITE_LINES:
-                        out.write("".join(lines))
-                        lines.clear()
-                out.write("".join(lines))
+                    if pairs:
+                        # Each line is prefix + point: prefix + ("\n" + prefix).join(points), in C.
+                        points = [
+                            f"{number(value)} {stamp!r}"
+                            for stamp, value in zip(pairs[::2], pairs[1::2], strict=True)
+                        ]
+                        out.write(prefix + f"\n{prefix}".join(points) + "\n")
+                        self.points += len(points)
         out.write("# EOF\n")
 
     def _read(self, series: _Series) -> Iterator[array[float]]:
