@@ -130,11 +130,21 @@ class MetricsServer:
         self.port: int = self._server.server_address[1]
         host = f"[{options.host}]" if ":" in options.host else options.host
         self.url = f"{options.scheme}://{host}:{self.port}{PATH}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="dltui-metrics", daemon=True
-        )
+        self._closing = False
+        self._thread = threading.Thread(target=self._serve, name="dltui-metrics", daemon=True)
         self._thread.start()
 
+    def _serve(self) -> None:
+        # One request at a time from a select with no timeout: serve_forever's would wake the
+        # thread twice a second for nothing. close() wakes it by shutting the socket.
+        while not self._closing:
+            self._server.handle_request()
+
     def close(self) -> None:
-        self._server.shutdown()
+        self._closing = True
+        try:
+            self._server.socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected, on some systems: closing is enough
+        self._thread.join(5.0)
         self._server.server_close()

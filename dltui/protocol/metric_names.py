@@ -134,6 +134,12 @@ AGENT_MISSED = MetricSpec("dltui_agent_samples_missed", "counter", "samples skip
 AGENT_RATE = MetricSpec("dltui_agent_sampling_rate_hertz", "gauge", "samples taken per second "
                         "now: what the clients and scrapers need, up to --rate", HOST_LABELS,
                         "hertz")  # fmt: skip
+# The process's own figures under the names prometheus-client's ProcessCollector gives them,
+# so dashboards made for other Python exporters read them too; without labels, as there.
+PROCESS_CPU = MetricSpec("process_cpu_seconds", "counter", "Total user and system CPU time "
+                         "spent in seconds.", (), "seconds")  # fmt: skip
+PROCESS_RSS = MetricSpec("process_resident_memory_bytes", "gauge", "Resident memory size in "
+                         "bytes.", (), "bytes")  # fmt: skip
 AGENT_SAMPLE_AGE = MetricSpec("dltui_agent_sample_age_seconds", "gauge", "age of the sample "
                               "this scrape was served from", HOST_LABELS, "seconds")  # fmt: skip
 
@@ -206,5 +212,6 @@ TELEMETRY_SPECS = (*HOST_METRICS.values(), GPU_UP, *GPU_METRICS.values(), THROTT
 RESULT_SPECS = (BENCH_TFLOPS, BENCH_GBPS, TRAIN_IMAGES)
 JOB_SPECS = (JOB_RUNNING, JOB_CASES_DONE, JOB_CASES, JOB_PROGRESS)
 AGENT_SPECS = (AGENT_INFO, AGENT_CLIENTS, AGENT_DROPPED, AGENT_NVML_ERRORS, AGENT_LAG,
-               AGENT_MISSED, AGENT_RATE, AGENT_SAMPLE_AGE, JOBS_ENDED)  # fmt: skip
+               AGENT_MISSED, AGENT_RATE, AGENT_SAMPLE_AGE, JOBS_ENDED, PROCESS_CPU,
+               PROCESS_RSS)  # fmt: skip
 ALL_SPECS = (*TELEMETRY_SPECS, *RESULT_SPECS, *JOB_SPECS, *AGENT_SPECS)

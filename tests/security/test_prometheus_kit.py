@@ -9,8 +9,6 @@ import json
 import re
 from pathlib import Path
 
-from prometheus_client.process_collector import ProcessCollector
-
 from dltui.protocol.metric_names import (
     ALL_SPECS,
     GPU_LABELS,
@@ -27,9 +25,7 @@ DASHBOARD = ROOT / "agents/grafana/dltui-dashboard.json"
 
 def exported() -> set[str]:
     """Every sample name the agent's /metrics serves."""
-    process = {sample.name for family in ProcessCollector(registry=None).collect()
-               for sample in family.samples}  # fmt: skip
-    return {spec.sample_name for spec in ALL_SPECS} | process
+    return {spec.sample_name for spec in ALL_SPECS}
 
 
 _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
