@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from dltui.protocol.errors import ProtocolError
+from dltui.protocol.topology import Topology
 from dltui.protocol.validate import build
 
 PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
@@ -58,6 +59,8 @@ class Inventory:
     frameworks: dict[str, str] = field(default_factory=dict)
     python: str = ""
     dltui: str = ""
+    topology: Topology | None = None
+    """How the server is wired (GPU paths, NUMA, NICs); None from agents older than it."""
 
 
 # --- telemetry -----------------------------------------------------------------------------
@@ -230,6 +233,10 @@ class ModelResult:
     """What `reference_images_per_s` is: a published figure for this model and GPU count."""
     reference_images_per_s: float | None = None
     error: str | None = None
+    gpu_set: list[int] = field(default_factory=list)
+    """The NVML indices of the GPUs the ranks ran on, in rank order; empty where unknown."""
+    placement: str | None = None
+    """Why those GPUs, in words ("GPU 0,1: NVLink ×18 · NUMA 0")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +289,15 @@ class KernelResult:
     energy_s: float | None = None
     sustained_s: float | None = None
     """Seconds per iteration during that sustained run: a power cap shows as a longer time."""
+    gpu_set: list[int] = field(default_factory=list)
+    """NVML indices of the GPUs it ran on: a peer copy's source and destination, an
+    all-reduce's ranks in order; empty where unknown (CUDA's numbering is not NVML's)."""
+    placement: str | None = None
+    """Why an all-reduce's ranks are on those GPUs, in words."""
+    link: str | None = None
+    """The link a copy crossed, in words ("NVLink ×18", "PCIe gen5 x16")."""
+    nominal_gbps: float | None = None
+    """That link's nominal rate each way, GB/s: what `gbps` is measured against."""
 
 
 # --- messages ------------------------------------------------------------------------------

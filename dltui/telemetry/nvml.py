@@ -43,6 +43,11 @@ class _Missing(Exception):
     """The installed nvidia-ml-py lacks a function: the field is as unsupported as NotSupported."""
 
 
+class Unanswered(Exception):
+    """NVML could not answer a read (not supported, not in this nvidia-ml-py, failed); the
+    message is NVML's reason."""
+
+
 @dataclass
 class _Device:
     index: int
@@ -452,6 +457,20 @@ class NvmlGateway:
             return None
         millijoules = self._quiet("nvmlDeviceGetTotalEnergyConsumption", dev.handle)
         return millijoules / 1000 if millijoules is not None else None
+
+    # --- for inventory readers in their own modules (telemetry/topology.py) --------------------
+
+    def opened(self, index: int) -> tuple[Any, list[int]] | None:
+        """The handle and active NVLink links of a GPU that opened and is not lost."""
+        dev = self._devices[index]
+        return (dev.handle, list(dev.active_links)) if dev.state == "ok" else None
+
+    def ask(self, name: str, *args: Any) -> Any:
+        """One NVML call through the gateway (and its hang watch); Unanswered says why not."""
+        try:
+            return self._call(name, *args)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            raise Unanswered(str(exc)) from exc
 
     # --- errors ------------------------------------------------------------------------------
 
