@@ -106,11 +106,13 @@ def supervise(
     on_progress: OnProgress,
     should_stop: ShouldStop,
     result_type: type[Result] = KernelResult,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str | None]:
     """Run the ranks to the end; return how many cases were measured and why the run failed.
     Each result announces the next case: `on_progress(done, len(labels), label)`; a rank's
     progress events say how far the current one is. Without `reports` (no global rank 0 here)
-    no result is expected, so none missing is a failure.
+    no result is expected, so none missing is a failure. `env` is added to the ranks'
+    environment (their placement on GPUs).
 
     All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
     interleave). The first failure ends the run at once: the other ranks are terminated, not
@@ -148,11 +150,14 @@ def supervise(
 
     on_progress(0, len(labels), labels[0])
     try:
+        environment = {**os.environ, **env} if env else None
         try:  # stdout=2: a stray print must never reach a worker's frame stream
             for command in commands:
                 args = [*command, "--report-fd", str(writer)]
                 processes.append(
-                    subprocess.Popen(args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,))
+                    subprocess.Popen(
+                        args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,), env=environment
+                    )
                 )
         finally:
             os.close(writer)  # from now on, end of file means every rank has ended

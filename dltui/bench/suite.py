@@ -97,7 +97,13 @@ def run_plan(
             if should_stop():
                 return
             on_progress(done, total, item.label)
-            on_result(measure(backend, plan, item))
+            result = measure(backend, plan, item)
+            if isinstance(item.case, BandwidthCase) and backend.gpu_uuids:
+                # The link a copy crossed, in NVML's numbering (read once per worker).
+                from dltui.bench.placement import copy_link, nvml_indices
+
+                result = copy_link(result, item.case, nvml_indices(backend.gpu_uuids))
+            on_result(result)
             done += 1
     on_progress(total, total, "done")
 

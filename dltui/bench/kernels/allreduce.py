@@ -5,7 +5,8 @@ the data; this module starts the ranks, times the collective and reports nccl-te
 busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce`), so a crash
 takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
 child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
-stdin closes, which also happens when its parent dies.
+stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
+the topology joins best (bench/placement.py), and its results say which.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from functools import partial
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
     OnProgress,
     OnResult,
@@ -99,6 +101,9 @@ def run_allreduce(
         plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
     )  # fmt: skip
+    placement = _placement(plan, device, ranks) if role is None and problem is None else None
+    if placement is not None:
+        on_result = placement.mark(on_result)
     if problem is not None:
         for case in cases:
             on_result(allreduce_result(job, case, device, ranks, error=problem))
@@ -124,12 +129,21 @@ def run_allreduce(
     silence_s = job.timeout_s + STARTUP_S
     labels = [case.label for case in cases]
     reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
+    env = placement.env if placement is not None else None
     measured, failure = supervise(
-        commands, labels, silence_s, reports, on_result, on_progress, should_stop
+        commands, labels, silence_s, reports, on_result, on_progress, should_stop, env=env
     )
     if failure is not None:
         for case in cases[measured:]:
             on_result(allreduce_result(job, case, device, ranks, error=failure))
+
+
+def _placement(plan: KernelPlan, device: str, ranks: int) -> Placement | None:
+    """The GPUs the topology joins best for these ranks (torch: one a rank; TensorFlow: its
+    replicas); None on CPUs."""
+    if device == "cpu" or (plan.framework == "torch" and device != "cuda"):
+        return None
+    return place(ranks)
 
 
 class _LayoutError(Exception):

@@ -5,7 +5,8 @@ DLTUI_FAKE_NVML environment variable (JSON), e.g.
     {"gpus": [{}, {"faults": {"nvmlDeviceGetPowerUsage": "NotSupported"}},
               {"hangs": ["nvmlDeviceGetMemoryInfo"]}]}
 
-`faults` raise the named NVMLError on every call; `hangs` never return. Production code has no
+`faults` raise the named NVMLError on every call; `hangs` never return. `{"topology":
+"nvlink8"}` (or "pcie8") is one of the 8-GPU servers of boxes.py instead. Production code has no
 hook for this: the agent imports pynvml as always and gets this module.
 """
 
@@ -16,20 +17,28 @@ import os
 import threading
 from typing import Any
 
+from tests.chaos.fake_nvml.boxes import BOXES, TopologyNvml
 from tests.unit import test_telemetry_nvml as fake
 
 _spec = json.loads(os.environ.get("DLTUI_FAKE_NVML", '{"gpus": [{}]}'))
-_gpus = [
-    fake.FakeGpu(
-        uuid=f"GPU-{index}",
-        faults={
-            name: getattr(fake, f"NVMLError_{error}")()
-            for name, error in gpu.get("faults", {}).items()
-        },
+_nvml: fake.FakeNvml
+if "topology" in _spec:
+    _nvml = TopologyNvml(BOXES[_spec["topology"]]())
+    _spec["gpus"] = [{} for _ in _nvml.gpus]
+else:
+    _nvml = fake.FakeNvml(
+        [
+            fake.FakeGpu(
+                uuid=f"GPU-{index}",
+                faults={
+                    name: getattr(fake, f"NVMLError_{error}")()
+                    for name, error in gpu.get("faults", {}).items()
+                },
+            )
+            for index, gpu in enumerate(_spec["gpus"])
+        ]
     )
-    for index, gpu in enumerate(_spec["gpus"])
-]
-_nvml = fake.FakeNvml(_gpus)
+_gpus = _nvml.gpus
 _never = threading.Event()
 
 
