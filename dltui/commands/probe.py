@@ -1,4 +1,5 @@
-"""`dltui probe AGENT [--json]`: print an agent's inventory and one sample, then exit."""
+"""`dltui probe AGENT [--json]`: print an agent's inventory (with how the server is wired) and
+one sample, then exit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
-from dltui.formatting import fmt_bytes, fmt_value
+from dltui.formatting import fmt_bytes, fmt_value, wiring_lines
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
 from dltui.protocol.messages import Sample, Welcome, to_plain
 
@@ -64,6 +65,8 @@ def describe(welcome: Welcome, sample: Sample) -> str:
             f"  gpu {gpu.index}     {gpu.name}  {fmt_bytes(gpu.memory_total)}  {link}  "
             f"NVLink links {gpu.nvlink_links}  GPM {'yes' if gpu.gpm else 'no'}  {gpu.uuid}"
         )
+    lines.append("wiring")
+    lines += [f"  {line}" for line in wiring_lines(inv)]
     lines.append("sample")
     for name, value in sample.host.values.items():
         spec = HOST_FIELDS.get(name)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from math import comb
 
-from dltui.plans.topology import Link, link
+from dltui.plans.topology import Link, gpu_names, link
 from dltui.protocol.messages import GpuInfo, Inventory
 from dltui.protocol.topology import Topology
 
@@ -87,22 +87,15 @@ def choose(inventory: Inventory, count: int) -> GpuSet:
     topology = inventory.topology
     if topology is None or (count > 1 and not topology.pairs):
         chosen = indices[:count]
-        return GpuSet(chosen, f"{_names(chosen)} · the first GPUs: no topology from the agent")
+        return GpuSet(chosen, f"{gpu_names(chosen)} · the first GPUs: no topology from the agent")
     links = _Links(topology, gpus)
     best = links.best(indices, count)
     order = links.ring(best)
     return GpuSet(order, _words(links, order))
 
 
-def _names(indices: list[int]) -> str:
-    ordered = sorted(indices)
-    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f"GPU {ordered[0]}–{ordered[-1]}"
-    return "GPU " + ",".join(str(index) for index in ordered)
-
-
 def _words(links: _Links, order: list[int]) -> str:
-    words = [_names(order)]
+    words = [gpu_names(order)]
     worst = links.worst(order)
     if worst is not None:
         words.append(worst.words if len(order) == 2 else f"at worst {worst.words}")

@@ -82,7 +82,7 @@ class Link:
 
     @property
     def words(self) -> str:
-        """"NVLink ×18 (NVSwitch)", "PIX: PCIe through one switch"."""
+        """ "NVLink ×18 (NVSwitch)", "PIX: PCIe through one switch"."""
         if self.kind in ("nvlink", "nvswitch"):
             return self.label
         return f"{self.short}: {KIND_WORDS[self.kind]}"
@@ -93,10 +93,11 @@ class Link:
 
 
 def pcie_gbps(gpu: GpuInfo) -> float | None:
-    """What the GPU's PCIe link carries each way at the generation and width it and its slot
-    allow (an idle GPU trains its link down, so the current ones would understate it)."""
+    """What the GPU's PCIe link carries each way: at the highest generation it and its slot
+    allow (an idle GPU trains its link down to a lower one and back up under load), and the
+    width it trained at (a narrower link is a fault: a bad riser, a slot wired x8)."""
     gen = gpu.pcie_gen_max or gpu.pcie_gen
-    width = gpu.pcie_width_max or gpu.pcie_width
+    width = gpu.pcie_width or gpu.pcie_width_max
     if not gen or not width or gen not in PCIE_LANE_GBPS:
         return None
     return PCIE_LANE_GBPS[gen] * width
@@ -166,6 +167,19 @@ def matrix(topology: Topology, gpus: list[GpuInfo]) -> list[list[Link | None]]:
     return [[None if a == b else link(topology, gpus, a, b) for b in indices] for a in indices]
 
 
+def link_groups(topology: Topology, gpus: list[GpuInfo]) -> list[list[Link]]:
+    """The pairs grouped by what joins them (kind, links, rate, P2P), closest first: a summary
+    that stays short on a box of many alike pairs."""
+    groups: dict[tuple[str, int, float | None, str], list[Link]] = {}
+    indices = [gpu.index for gpu in gpus]
+    for position, a in enumerate(indices):
+        for b in indices[position + 1 :]:
+            found = link(topology, gpus, a, b)
+            key = (found.kind, found.links, found.nominal_gbps, found.p2p)
+            groups.setdefault(key, []).append(found)
+    return sorted(groups.values(), key=lambda links: (links[0].distance, -links[0].links))
+
+
 def nvlink_text(topology: Topology, index: int) -> str | None:
     """A GPU's NVLink in words: "NVLink 4.0, 18 links to NVSwitches"; None without NVLink."""
     place = next((p for p in topology.gpus if p.index == index), None)
@@ -199,6 +213,25 @@ def nic_text(nic: Nic) -> str:
 def path_short(path: str | None) -> str:
     """A NIC's path to a GPU as nvidia-smi writes it: "PIX", "SYS", or "?"."""
     return PATHS.get(path or "", "?")
+
+
+def nearest_gpus(nic: Nic, topology: Topology) -> tuple[str, list[int]] | None:
+    """The NIC's closest path to a GPU and the GPUs at it: ("single", [2, 3]); None where no
+    path is known. GPUDirect RDMA wants a GPU and its NIC on one switch."""
+    known = [(path, place.index) for path, place in zip(nic.gpu_paths, topology.gpus, strict=False)
+             if path in PATHS]  # fmt: skip
+    if not known:
+        return None
+    closest = min((path for path, _ in known), key=KINDS.index)
+    return closest, [index for path, index in known if path == closest]
+
+
+def gpu_names(indices: list[int]) -> str:
+    """ "GPU 0–3" for a run of indices, else "GPU 0,2,5"."""
+    ordered = sorted(indices)
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"GPU {ordered[0]}–{ordered[-1]}"
+    return "GPU " + ",".join(str(index) for index in ordered)
 
 
 # --- measured over the links -------------------------------------------------------------------
