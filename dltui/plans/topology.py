@@ -254,11 +254,9 @@ class PeerFigure:
         return self.gbps / nominal if nominal else None
 
 
-def peer_figures(
-    topology: Topology, gpus: list[GpuInfo], results: list[KernelResult]
-) -> list[PeerFigure]:
-    """Every GPU pair a peer copy measured, with the link it crossed. Copies from before
-    results named their GPUs (gpu_set) are left out: CUDA's numbering is not NVML's."""
+def peer_copies(results: list[KernelResult]) -> dict[tuple[int, int], KernelResult]:
+    """(source GPU, destination GPU) -> its peer copy at the largest size measured. Copies from
+    before results named their GPUs (gpu_set) are left out: CUDA's numbering is not NVML's."""
     best: dict[tuple[int, int], KernelResult] = {}
     for result in results:
         if result.direction != "p2p" or result.gbps is None or len(result.gpu_set) != 2:
@@ -267,6 +265,14 @@ def peer_figures(
         held = best.get(key)
         if held is None or result.params.get("bytes", 0) >= held.params.get("bytes", 0):
             best[key] = result
+    return best
+
+
+def peer_figures(
+    topology: Topology, gpus: list[GpuInfo], results: list[KernelResult]
+) -> list[PeerFigure]:
+    """Every GPU pair a peer copy measured, once, with the link it crossed."""
+    best = peer_copies(results)
     figures = []
     for (a, b), result in sorted(best.items()):
         back = best.get((b, a))

@@ -6,6 +6,7 @@
 - `pcie_box()`: eight PCIe GPUs, no NVLink, two sockets with two PCIe switches each and two
   GPUs per switch; a 100 GbE NIC on each socket's second switch; one GPU trained at x8 in an
   x16 slot. P2P works within a socket only.
+- `bridged_pair()`: two PCIe GPUs on one switch joined by an NVLink bridge of four links.
 
 A `Box` says what NVML answers (`TopologyNvml`) and what sysfs holds (`write_sysfs`), from one
 description, so the tests check the agent's reading of both against a known answer.
@@ -51,6 +52,8 @@ class Box:
     """Each GPU's root complex."""
     nvlink_to_switch: int = 0
     """Links per GPU to NVSwitches (0: no NVLink)."""
+    bridge_links: int = 0
+    """Links from GPU 0 straight to GPU 1 (an NVLink bridge)."""
     nvlink_version: int = 6
     p2p: dict[str, int] = field(default_factory=dict)
     """Capability -> status within a socket; across sockets, `p2p_across`."""
@@ -79,8 +82,9 @@ class Box:
         return list(range(node * per_socket, (node + 1) * per_socket))
 
     def fake_gpus(self) -> list[FakeGpu]:
-        links = [1] * self.nvlink_to_switch
-        return [FakeGpu(uuid=f"GPU-{self.name}-{i}", links=list(links)) for i in range(8)]
+        links = [1] * (self.nvlink_to_switch or self.bridge_links)
+        count = len(self.gpu_paths)
+        return [FakeGpu(uuid=f"GPU-{self.name}-{i}", links=list(links)) for i in range(count)]
 
 
 def _switch(root: str, port: int, base: int, endpoints: int) -> list[list[str]]:
@@ -147,7 +151,22 @@ def pcie_box() -> Box:
     )
 
 
-BOXES = {"nvlink8": nvlink_box, "pcie8": pcie_box}
+def bridged_pair() -> Box:
+    statuses = {"read": OK, "write": OK, "nvlink": OK, "atomics": OK, "pci": OK}
+    return Box(
+        name="bridged",
+        gpu_paths=_switch("pci0000:00", 1, 1, 2),
+        numa=[0, 0],
+        switch=[0, 0],
+        root=["pci0000:00"] * 2,
+        bridge_links=4,
+        nvlink_version=4,
+        p2p=statuses,
+        p2p_across=statuses,
+    )
+
+
+BOXES = {"nvlink8": nvlink_box, "pcie8": pcie_box, "bridged2": bridged_pair}
 
 
 class TopologyNvml(FakeNvml):
@@ -182,7 +201,10 @@ class TopologyNvml(FakeNvml):
         return self.box.nvlink_version
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeGpu, link: int) -> int:
-        return TO_SWITCH
+        return TO_GPU if self.box.bridge_links else TO_SWITCH
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: FakeGpu, link: int) -> SimpleNamespace:
+        return self.nvmlDeviceGetPciInfo(self.gpus[1 - self._index(handle)])
 
     def nvmlDeviceGetTopologyCommonAncestor(self, device1: FakeGpu, device2: FakeGpu) -> int:
         return self.box.level(self._index(device1), self._index(device2))
