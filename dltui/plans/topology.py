@@ -288,3 +288,17 @@ def peer_figures(
             )
         )
     return figures
+
+
+def allreduce_figures(results: list[KernelResult]) -> list[KernelResult]:
+    """Per rank count and GPU set, the all-reduce at the largest size measured: the figure to
+    set beside the links it ran over."""
+    largest: dict[tuple[int, str], KernelResult] = {}
+    for result in results:
+        if result.kind != "allreduce" or result.error is not None or result.busbw_gbps is None:
+            continue
+        key = (result.params.get("ranks", 0), result.placement or "")
+        held = largest.get(key)
+        if held is None or result.params.get("bytes", 0) >= held.params.get("bytes", 0):
+            largest[key] = result
+    return [largest[key] for key in sorted(largest)]

@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dltui.formatting import fmt_bytes, peer_text, wiring_lines
-from dltui.plans.topology import matrix, pcie_text, peer_copies, peer_figures
+from dltui.plans.topology import (
+    allreduce_figures,
+    matrix,
+    pcie_text,
+    peer_copies,
+    peer_figures,
+)
 from dltui.protocol.messages import Inventory, JobResult, KernelResult, Welcome
 from dltui.recording.format import Record
 
@@ -70,19 +76,11 @@ def _server(title: str, inventory: Inventory, results: list[KernelResult]) -> Se
 
 
 def _allreduce(results: list[KernelResult]) -> Rows:
-    """Per rank count and GPU set, the largest size's figures."""
-    largest: dict[tuple[int, str], KernelResult] = {}
-    for result in results:
-        if result.kind != "allreduce" or result.error is not None or result.busbw_gbps is None:
-            continue
-        key = (result.params.get("ranks", 0), result.placement or "–")
-        held = largest.get(key)
-        if held is None or result.params.get("bytes", 0) >= held.params.get("bytes", 0):
-            largest[key] = result
     rows = [["ranks", "GPUs", "size", "busbw", "algbw"]]
-    for (ranks, placement), result in sorted(largest.items()):
+    for result in allreduce_figures(results):
         rows.append([
-            str(ranks), placement, fmt_bytes(result.params.get("bytes")),
-            f"{result.busbw_gbps or 0:.1f} GB/s", f"{result.gbps or 0:.1f} GB/s",
+            str(result.params.get("ranks", 0)), result.placement or "–",
+            fmt_bytes(result.params.get("bytes")), f"{result.busbw_gbps or 0:.1f} GB/s",
+            f"{result.gbps or 0:.1f} GB/s",
         ])  # fmt: skip
     return rows if len(rows) > 1 else []

@@ -40,6 +40,7 @@ from dltui.tui.screens.help import HelpScreen
 from dltui.tui.screens.launcher import LauncherScreen, Start
 from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
+from dltui.tui.screens.topology import TopologyScreen
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import ServerStrip
 
@@ -61,6 +62,7 @@ class DltuiApp(App[None]):
         Binding("b", "launch", "Benchmark"),
         Binding("v", "results", "Results"),
         Binding("d", "detail", "Detail"),
+        Binding("T", "topology", "Topology", show=False),
         Binding("x", "cancel_run", "Cancel run"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("t", "theme", "Theme"),
@@ -214,6 +216,11 @@ class DltuiApp(App[None]):
             self.notify("no server to show yet")
             return
         self.push_screen(DetailScreen(server, self.fleet))
+
+    def action_topology(self) -> None:
+        server = self._current_server()
+        if server is not None:
+            self.push_screen(TopologyScreen(server, self.fleet))
 
     def on_server_header_selected(self, event: ServerHeader.Selected) -> None:
         self.push_screen(DetailScreen(event.server, self.fleet))

@@ -1,6 +1,7 @@
 """The results view (`v`): a row per benchmark, a column per server, each cell the figure and
 its ratio to a chosen baseline; and, on its second tab, every phase with the telemetry that
-explains it (utilization, tensor activity, power, PCIe and NVLink while the case ran).
+explains it (utilization, tensor activity, power, PCIe and NVLink while the case ran); on its
+third (`T`), each server's wiring beside what it measured over it.
 
 `b` picks the baseline (the published reference, or a column), `m` the metric (throughput,
 per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown.
@@ -31,6 +32,7 @@ from dltui.fleet.state import Fleet
 from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
+from dltui.tui.screens.topology import WiringSummary
 from dltui.tui.widgets.phase_table import PhaseTable
 
 REFRESH_S = 1.0
@@ -86,6 +88,7 @@ class ResultsScreen(Screen[None]):
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
         Binding("c", "tab('compare')", "Compare", show=False),
+        Binding("T", "tab('topology')", "Topology", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -130,6 +133,8 @@ class ResultsScreen(Screen[None]):
                 yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
             with TabPane("Phases (telemetry per case)", id="phases"):
                 yield PhaseTable(self.fleet)
+            with TabPane("Topology", id="topology"):
+                yield WiringSummary(self.fleet)
         yield Footer()
 
     def on_mount(self) -> None:
