@@ -13,6 +13,8 @@ from dltui.client.campaign import check_layout, is_across
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
 from dltui.plans.names import MODELS
+from dltui.plans.placement import sweep_counts, sweep_sets
+from dltui.plans.topology import gpu_names
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
 
 
@@ -57,15 +59,6 @@ class Launch:
     description: str
 
 
-def sweep(inventory: Inventory) -> list[int]:
-    """GPU counts of a scale-up sweep: 1, 2, 4 … and all (CPU: 1 and 2 processes)."""
-    count = len(inventory.gpus) or 2
-    counts = [1]
-    while counts[-1] * 2 < count:
-        counts.append(counts[-1] * 2)
-    return sorted({*counts, count})
-
-
 def _kernel_precision(choice: Choice, inventories: list[Inventory]) -> str:
     if choice.precision != AUTO:
         return choice.precision
@@ -96,7 +89,7 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     elif choice.plan == "scale_up":
         if len(inventories) != 1:
             raise PlanError("a scale-up sweep runs on one server: choose exactly one")
-        plan = replace(models, gpus=sweep(inventories[0]))
+        plan = replace(models, gpus=sweep_counts(inventories[0]))
     elif choice.plan == "scale_out":
         plan, across = replace(models, gpus=[0]), True
     else:
@@ -104,6 +97,8 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     check_plan(plan)
     check_layout(plan, len(inventories), across)
     title = next(builtin.title for builtin in BUILTINS if builtin.key == choice.plan)
+    if choice.plan == "scale_up" and inventories[0].gpus:  # the GPU sets the worker will use
+        title += ": " + " · ".join(gpu_names(s.gpus) for s in sweep_sets(inventories[0]))
     return Launch([(plan, across)], title)
 
 

@@ -12,8 +12,9 @@ import pytest
 from dltui.bench import placement as worker
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose, sweep_counts, sweep_sets
-from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelResult
+from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
 from dltui.protocol.topology import GpuPair, Topology
+from dltui.tui.plans import Choice, make_launch
 from tests.chaos.fake_nvml.boxes import nvlink_box, pcie_box
 from tests.unit.test_topology import inventory_of
 
@@ -121,3 +122,14 @@ def test_a_copy_names_its_gpus_link_and_nominal_rate(
     assert worker.copy_link(result, peer, [None, 3]) == result  # one end unknown: unchanged
     host = BandwidthCase("d2d", 2**20, on_host=True)
     assert worker.copy_link(result, host, [3]) == result
+
+
+def test_the_launchers_sweep_runs_along_the_topology_and_names_its_sets(pcie: Inventory) -> None:
+    launch = make_launch(Choice("scale_up"), [pcie])
+    ((plan, across),) = launch.plans
+    assert isinstance(plan, ModelPlan) and not across
+    assert plan.gpus == [1, 2, 4, 8]
+    assert launch.description == "Scale-up sweep: GPU 0 · GPU 0,1 · GPU 0–3 · GPU 0–7"
+    old = replace(pcie, topology=None, gpus=pcie.gpus[:6])
+    ((doubled, _),) = make_launch(Choice("scale_up"), [old]).plans
+    assert isinstance(doubled, ModelPlan) and doubled.gpus == [1, 2, 4, 6]
