@@ -4,12 +4,14 @@ the result marked, a user's own CUDA_VISIBLE_DEVICES kept, a copy's link)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dltui.bench import placement as worker
+from dltui.bench.ranks import Result, supervise
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose, sweep_counts, sweep_sets
 from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
@@ -133,3 +135,23 @@ def test_the_launchers_sweep_runs_along_the_topology_and_names_its_sets(pcie: In
     old = replace(pcie, topology=None, gpus=pcie.gpus[:6])
     ((doubled, _),) = make_launch(Choice("scale_up"), [old]).plans
     assert isinstance(doubled, ModelPlan) and doubled.gpus == [1, 2, 4, 6]
+
+
+RANK = """
+import json, os, sys
+fd = int(sys.argv[sys.argv.index("--report-fd") + 1])
+result = {"kind": "allreduce", "framework": "torch", "device": "cuda", "precision": "fp32",
+          "direction": "allreduce", "shape": os.environ.get("CUDA_VISIBLE_DEVICES", "unset")}
+os.write(fd, (json.dumps({"event": "result", "rank": 0, "result": result}) + "\\n").encode())
+"""
+
+
+def test_ranks_start_with_the_placements_environment() -> None:
+    seen: list[Result] = []
+    env = {"CUDA_VISIBLE_DEVICES": "GPU-b,GPU-a"}
+    command = [sys.executable, "-c", RANK]
+    measured, failure = supervise(
+        [command], ["case"], 30.0, True, seen.append, lambda *_: None, lambda: False, env=env
+    )
+    assert (measured, failure) == (1, None)
+    assert isinstance(seen[0], KernelResult) and seen[0].shape == "GPU-b,GPU-a"
