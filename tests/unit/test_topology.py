@@ -212,3 +212,32 @@ def test_peer_copies_laid_over_their_links(tmp_path: Path) -> None:
     copy = KernelResult("bandwidth", "torch", "cuda:0", "", "p2p", "p2p", gbps=395.0,
                         link="NVLink ×18 (NVSwitch)", nominal_gbps=450.0)  # fmt: skip
     assert link_text(copy) == "88% of NVLink ×18 (NVSwitch), 450 GB/s"
+
+
+NVIDIA_SMI_TOPO = (
+    "\t\x1b[4mGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+    "GPU0\t X \tNV18\tPIX\tSYS\t0-31\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \tPHB\tSYS\t0-31\t0\t\tN/A\n"
+    "NIC0\tPIX\tPHB\t X \tSYS\t\t\t\t\n"
+    "NIC1\tSYS\tSYS\tSYS\t X \t\t\t\t\n"
+    "\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n"
+    "\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_4\n"
+)
+"""nvidia-smi topo -m as it prints two GPUs of the NVSwitch box and two of its NICs."""
+
+
+def test_the_device_check_reads_nvidia_smis_table_and_names_disagreements(tmp_path: Path) -> None:
+    from benchmarks.topology_check import disagreements, parse_topo
+
+    table, legend = parse_topo(NVIDIA_SMI_TOPO)
+    assert table["GPU1"]["GPU0"] == "NV18" and table["GPU0"]["CPU Affinity"] == "0-31"
+    assert legend == {"NIC0": "mlx5_0", "NIC1": "mlx5_4"}
+    inventory = inventory_of(nvlink_box(), tmp_path)
+    assert disagreements(inventory, table, legend) == []
+    table["GPU0"]["NIC1"] = "NODE"
+    table["GPU1"]["NUMA Affinity"] = "1"
+    assert disagreements(inventory, table, {**legend, "NIC2": "mlx5_9"}) == [
+        "GPU1 NUMA: dltui 0, nvidia-smi 1",
+        "mlx5_4-GPU0: dltui SYS, nvidia-smi NODE",
+        "NIC2 (mlx5_9): nvidia-smi lists it, dltui found no such NIC",
+    ]
