@@ -68,14 +68,14 @@ class Link:
     def short(self) -> str:
         """nvidia-smi's code: "NV18", "PIX", "SYS", or "?"."""
         if self.kind in ("nvlink", "nvswitch"):
-            return f"NV{self.links}"
+            return f"NV{self.links or '?'}"
         return PATHS.get(self.kind, "?")
 
     @property
     def label(self) -> str:
         """The link in a pair's line: "NVLink ×18", "NVLink ×18 (NVSwitch)", "SYS"."""
         if self.kind == "nvlink":
-            return f"NVLink ×{self.links}"
+            return f"NVLink ×{self.links}" if self.links else "NVLink (links not read)"
         if self.kind == "nvswitch":
             return f"NVLink ×{self.links} (NVSwitch)"
         return self.short
@@ -155,6 +155,10 @@ def link(topology: Topology, gpus: list[GpuInfo], a: int, b: int) -> Link:
     if first is not None and second is not None and first.nvswitch_links and second.nvswitch_links:
         count = min(first.nvswitch_links, second.nvswitch_links)
         return Link(a, b, "nvswitch", count, per_link * count if per_link else None, p2p)
+    if pair is not None and pair.p2p.get("nvlink") == "ok":
+        # NVML says P2P runs over NVLink, but where its links lead was not read (a driver
+        # without the remote-end queries): NVLink, links unknown.
+        return Link(a, b, "nvlink", 0, None, p2p)
     kind = pair.path if pair is not None and pair.path in PATHS else "unknown"
     rates = [rate for gpu in gpus if gpu.index in (a, b) and (rate := pcie_gbps(gpu))]
     nominal = min(rates) if len(rates) == 2 and kind != "unknown" else None

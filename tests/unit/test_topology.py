@@ -241,3 +241,21 @@ def test_the_device_check_reads_nvidia_smis_table_and_names_disagreements(tmp_pa
         "mlx5_4-GPU0: dltui SYS, nvidia-smi NODE",
         "NIC2 (mlx5_9): nvidia-smi lists it, dltui found no such NIC",
     ]
+
+
+def test_nvlink_that_nvml_vouches_for_without_its_far_ends_is_nvlink_of_unknown_links(
+    tmp_path: Path,
+) -> None:
+    inventory = inventory_of(
+        nvlink_box(), tmp_path, nvmlDeviceGetNvLinkRemoteDeviceType=NVMLError_NotSupported()
+    )
+    assert inventory.topology is not None
+    assert {place.nvswitch_links for place in inventory.topology.gpus} == {0}
+    link = matrix(inventory.topology, inventory.gpus)[0][1]
+    assert link is not None
+    assert (link.kind, link.short, link.label, link.nominal_gbps) == (
+        "nvlink",
+        "NV?",
+        "NVLink (links not read)",
+        None,
+    )

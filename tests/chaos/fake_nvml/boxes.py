@@ -180,13 +180,16 @@ class TopologyNvml(FakeNvml):
         return self.gpus.index(handle)
 
     def nvmlDeviceGetPciInfo(self, handle: FakeGpu) -> SimpleNamespace:
+        self._enter("nvmlDeviceGetPciInfo", handle)
         domain, rest = self.box.bus_id(self._index(handle)).split(":", 1)
         return SimpleNamespace(busId=f"{int(domain, 16):08X}:{rest.upper()}".encode())
 
     def nvmlDeviceGetNumaNodeId(self, handle: FakeGpu) -> int:
+        self._enter("nvmlDeviceGetNumaNodeId", handle)
         return self.box.numa[self._index(handle)]
 
     def nvmlDeviceGetCpuAffinity(self, handle: FakeGpu, cpuSetSize: int) -> list[int]:
+        self._enter("nvmlDeviceGetCpuAffinity", handle)
         words = [0] * cpuSetSize
         for cpu in self.box.cpus(self.box.numa[self._index(handle)]):
             if cpu < 64 * cpuSetSize:
@@ -201,15 +204,23 @@ class TopologyNvml(FakeNvml):
         return self.box.nvlink_version
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeGpu, link: int) -> int:
+        self._enter("nvmlDeviceGetNvLinkRemoteDeviceType", handle)
         return TO_GPU if self.box.bridge_links else TO_SWITCH
 
     def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: FakeGpu, link: int) -> SimpleNamespace:
+        self._enter("nvmlDeviceGetNvLinkRemotePciInfo", handle)
+        if not self.box.bridge_links:
+            return SimpleNamespace(
+                busId=f"00000000:{0xC5 + link % 4:02X}:00.0".encode()
+            )  # NVSwitch
         return self.nvmlDeviceGetPciInfo(self.gpus[1 - self._index(handle)])
 
     def nvmlDeviceGetTopologyCommonAncestor(self, device1: FakeGpu, device2: FakeGpu) -> int:
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", device1)
         return self.box.level(self._index(device1), self._index(device2))
 
     def nvmlDeviceGetP2PStatus(self, device1: FakeGpu, device2: FakeGpu, p2pIndex: int) -> int:
+        self._enter("nvmlDeviceGetP2PStatus", device1)
         assert type(p2pIndex) is int  # pynvml's own READ constant is a tuple: never used
         a, b = self._index(device1), self._index(device2)
         statuses = self.box.p2p if self.box.numa[a] == self.box.numa[b] else self.box.p2p_across
