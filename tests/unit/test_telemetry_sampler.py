@@ -71,6 +71,10 @@ class FakeGateway:
         found, self.processes = self.processes, {}
         return found
 
+    def opened(self, index: int) -> None:
+        """No NVML handle: the topology reads nothing of NVML here."""
+        return None
+
     def close(self) -> None:
         self.closed = True
 
