@@ -68,9 +68,9 @@ class Cell:
             return False
         if isinstance(result, KernelResult):
             return formulas.noisy(result.median_s, result.spread_s)
-        return bool(result.images_per_s and result.spread) and formulas.noisy(
-            result.images_per_s, result.spread or 0.0
-        )
+        if not (result.images_per_s and result.spread):
+            return False
+        return formulas.noisy(result.images_per_s, result.spread)
 
     @property
     def implausible(self) -> bool:
