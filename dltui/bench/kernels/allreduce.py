@@ -71,7 +71,7 @@ class AllReduceJob:
 def run_allreduce(
     plan: KernelPlan,
     cases: list[AllReduceCase],
-    on_result: OnResult,
+    on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
 ) -> None:
@@ -125,7 +125,7 @@ def run_allreduce(
     labels = [case.label for case in cases]
     reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
     measured, failure = supervise(
-        commands, labels, silence_s, reports, on_result, on_progress, should_stop
+        commands, labels, silence_s, reports, on_result, on_progress, should_stop, KernelResult
     )
     if failure is not None:
         for case in cases[measured:]:

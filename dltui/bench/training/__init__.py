@@ -88,8 +88,7 @@ def run_models(
                      done: int = done) -> None:  # fmt: skip
             on_progress(done, len(runs), text, fraction)
 
-        def reported(result: object, job: TrainJob = job) -> None:
-            assert isinstance(result, ModelResult)
+        def reported(result: ModelResult, job: TrainJob = job) -> None:
             on_result(_with_reference(result))
 
         commands, reports = _commands(plan, job)
