@@ -23,9 +23,12 @@ $(VENV)/.test: pyproject.toml | $(PY)
 demo: $(VENV)/.demo
 	$(PY) -m dltui
 
+# Style, then the walls: the layers of docs/architecture.md (import-linter) and types (mypy).
 lint: $(VENV)/.test
 	$(PY) -m ruff check dltui tests benchmarks screenshots
 	$(PY) -m ruff format --check dltui tests benchmarks screenshots
+	$(VENV)/bin/lint-imports
+	$(PY) -m mypy
 
 test: lint
 	$(PY) -m pytest -q

@@ -34,6 +34,7 @@ def run(
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs)
 
     def ready(port: int) -> None:
+        assert listen is not None  # only serve_tcp calls it
         gpus = len(agent.inventory.gpus)
         how = "TCP"
         if tls is not None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from dltui.bench.ranks import OnResult, Result
+from dltui.bench.ranks import R
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose
 from dltui.plans.topology import link, pcie_gbps, pcie_text
@@ -30,10 +31,10 @@ class Placement:
     """NVML indices, in rank order."""
     words: str
 
-    def mark(self, on_result: OnResult) -> OnResult:
+    def mark(self, on_result: Callable[[R], object]) -> Callable[[R], None]:
         """`on_result`, with each result saying where its ranks ran."""
 
-        def marked(result: Result) -> None:
+        def marked(result: R) -> None:
             on_result(replace(result, gpu_set=self.gpus, placement=self.words))
 
         return marked

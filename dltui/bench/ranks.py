@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from dltui.bench.backends import error_text
 from dltui.protocol.messages import KernelResult, ModelResult, to_plain
@@ -28,6 +28,7 @@ from dltui.protocol.validate import build
 
 Result = KernelResult | ModelResult
 OnResult = Callable[[Result], None]
+R = TypeVar("R", bound=Result)
 OnProgress = Callable[..., None]
 """on_progress(done, total, label[, fraction]): as the worker's JobProgress frames."""
 ShouldStop = Callable[[], bool]
@@ -102,10 +103,10 @@ def supervise(
     labels: list[str],
     silence_s: float,
     reports: bool,
-    on_result: OnResult,
+    on_result: Callable[[R], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
-    result_type: type[Result] = KernelResult,
+    result_type: type[R],
     env: dict[str, str] | None = None,
 ) -> tuple[int, str | None]:
     """Run the ranks to the end; return how many cases were measured and why the run failed.

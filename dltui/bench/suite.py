@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dltui.bench import reference
 from dltui.bench.backends import Backend, Settings, budget_for, error_text, load_backend
@@ -116,7 +117,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
     set up as DeepBench's was (padded, searched), so it compares like with like."""
     timed = padded(item.case, item.precision) if plan.pad else item.case
     compute = isinstance(item.case, ComputeCase)
-    fields = {
+    fields: dict[str, Any] = {
         "kind": item.kind,
         "framework": plan.framework,
         "device": backend.device,

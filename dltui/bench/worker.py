@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 from io import BufferedReader
+from typing import cast
 
 from dltui.plans.check import check_plan
 from dltui.protocol.framing import FrameDecoder, encode_frame
@@ -66,8 +67,9 @@ def main() -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
-    run = read_run(sys.stdin.buffer)
-    threading.Thread(target=_exit_when_orphaned, args=(sys.stdin.buffer,), daemon=True).start()
+    stdin = cast(BufferedReader, sys.stdin.buffer)  # as CPython makes it; typeshed: BinaryIO
+    run = read_run(stdin)
+    threading.Thread(target=_exit_when_orphaned, args=(stdin,), daemon=True).start()
 
     def emit(message: Message) -> None:
         frames.write(encode_frame(to_wire(message)))

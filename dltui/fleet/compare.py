@@ -68,9 +68,9 @@ class Cell:
             return False
         if isinstance(result, KernelResult):
             return formulas.noisy(result.median_s, result.spread_s)
-        return bool(result.images_per_s and result.spread) and formulas.noisy(
-            result.images_per_s, result.spread or 0.0
-        )
+        if not (result.images_per_s and result.spread):
+            return False
+        return formulas.noisy(result.images_per_s, result.spread)
 
     @property
     def implausible(self) -> bool:
@@ -206,10 +206,12 @@ def build(fleet: Fleet) -> Comparison:
     rows: dict[tuple[object, ...], Row] = {}
     columns: dict[str, None] = {}
 
-    def place(key: tuple[object, ...], label: str, kind: str, cell: Cell) -> None:
+    def place(
+        key: tuple[object, ...], label: str, kind: Literal["kernel", "model"], cell: Cell
+    ) -> None:
         row = rows.get(key)
         if row is None:
-            row = rows[key] = Row(key, label, kind, len(rows))  # type: ignore[arg-type]
+            row = rows[key] = Row(key, label, kind, len(rows))
         row.cells[cell.column] = cell  # the latest run of a benchmark in a column wins
         columns.setdefault(cell.column)
 

@@ -48,9 +48,10 @@ def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> 
         raise PlanError(f"plan {path}: {name} must be a table")
     cls = TABLES[name]
     # The client assigns a cluster role; a plan file names only what to run.
-    renames = {"set": "shape_set"} if cls is KernelPlan else {}
+    renames: dict[str, str] = {"set": "shape_set"} if cls is KernelPlan else {}
     allowed = {key for key in cls.__dataclass_fields__ if key != "cluster"}
-    unknown = sorted({renames.get(key, key) for key in table} - allowed)
+    keys: list[str] = list(table)  # a TOML table's keys are strings
+    unknown = sorted({renames.get(key, key) for key in keys} - allowed)
     if unknown:
         raise PlanError(f"plan {path} [{name}]: unknown keys {listing(unknown)}")
     fields = {renames.get(key, key): value for key, value in table.items()}

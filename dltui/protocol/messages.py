@@ -536,7 +536,6 @@ def from_wire(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise ProtocolError(f"a message must be a map, got {type(obj).__name__}")
     kind = obj.get("type")
-    cls = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
         raise ProtocolError(f"unknown message type {kind!r}")
-    return build(cls, obj, kind)
+    return build(MESSAGE_TYPES[kind], obj, kind)

@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
@@ -25,16 +26,18 @@ TELEMETRY_COLUMNS = ("recording", "server", "hostname", "time", "elapsed", "scop
 STEP_COLUMNS = ("recording", "server", "job", "model", "gpus", "servers", "step", "seconds")
 FORMATS = ("csv", "json", "parquet")
 TABLES = ("telemetry", "results", "models", "steps")
+Row = dict[str, Any]
+"""One row of a table: column -> value."""
 
 
 class TableExportError(UsageError):
     """The tables cannot be written as asked: an unknown format, or one without its library."""
 
 
-def tables(path: Path) -> dict[str, list[dict]]:
+def tables(path: Path) -> dict[str, list[Row]]:
     """The tables (TABLES) of one recording."""
     reader = RecordingReader(path)
-    found: dict[str, list[dict]] = {name: [] for name in TABLES}
+    found: dict[str, list[Row]] = {name: [] for name in TABLES}
     runs: list[tuple[str, ModelResult]] = []
     hostnames: dict[str, str] = {}
     for record in reader:
@@ -64,14 +67,14 @@ def tables(path: Path) -> dict[str, list[dict]]:
     return found
 
 
-def _model_row(model: ModelResult) -> dict:
+def _model_row(model: ModelResult) -> Row:
     """A training run as one row: its step times go to the `steps` table."""
-    plain = to_plain(model)
+    plain: Row = to_plain(model)
     del plain["step_times"]
     return plain
 
 
-def _step_rows(recording: str, server: str, job: str, model: ModelResult) -> Iterator[dict]:
+def _step_rows(recording: str, server: str, job: str, model: ModelResult) -> Iterator[Row]:
     for step, seconds in enumerate(model.step_times):
         yield {"recording": recording, "server": server, "job": job, "model": model.model,
                "gpus": model.gpus, "servers": model.servers, "step": step,
@@ -80,7 +83,7 @@ def _step_rows(recording: str, server: str, job: str, model: ModelResult) -> Ite
 
 def _sample_rows(
     recording: str, server: str, hostnames: dict[str, str], sample: Sample, started: float
-) -> Iterator[dict]:
+) -> Iterator[Row]:
     base = {"recording": recording, "server": server, "hostname": hostnames.get(server, ""),
             "time": sample.wall, "elapsed": round(sample.wall - started, 3)}  # fmt: skip
     for name, value in sample.host.values.items():
@@ -94,7 +97,7 @@ def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
     """Write the tables of every recording; returns the rows of each table."""
     if fmt not in FORMATS:
         raise TableExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    found: dict[str, list[dict]] = {name: [] for name in TABLES}
+    found: dict[str, list[Row]] = {name: [] for name in TABLES}
     for path in paths:
         for name, rows in tables(path).items():
             found[name] += rows
@@ -119,7 +122,7 @@ def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
     return {name: len(rows) for name, rows in found.items()}
 
 
-def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+def _write_csv(path: Path, rows: list[Row], columns: tuple[str, ...]) -> None:
     with open(path, "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=columns)
         writer.writeheader()

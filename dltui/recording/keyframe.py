@@ -82,7 +82,8 @@ class StateTracker:
         elif isinstance(message, Link):
             links = self._links.setdefault(source, {})
             last = links.get("last")
-            if last is None or last[1].message.state != message.state:
+            previous = last[1].message if last is not None else None  # a Link, or none yet
+            if not isinstance(previous, Link) or previous.state != message.state:
                 if last is not None:
                     links["before"] = last  # so that `since` is applied as a change of state
                 links["since"] = entry

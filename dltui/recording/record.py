@@ -69,7 +69,7 @@ async def record(
 
 
 def _create(
-    path: Path, targets: list[Target], on_failure: Callable[[str], None]
+    path: Path, targets: list[Target], on_failure: Callable[[str], object]
 ) -> RecordingWriter:
     header = Header(
         dltui=version(),

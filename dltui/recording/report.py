@@ -67,11 +67,11 @@ class Session:
         inventory = self.inventories().get(source)
         return inventory.hostname if inventory is not None else source
 
-    def kernel_phases(self) -> list[Phase]:
-        return [p for p in self.phases if isinstance(p.result, KernelResult)]
+    def kernel_phases(self) -> list[tuple[Phase, KernelResult]]:
+        return [(p, p.result) for p in self.phases if isinstance(p.result, KernelResult)]
 
-    def training_phases(self) -> list[Phase]:
-        return [p for p in self.phases if isinstance(p.result, ModelResult)]
+    def training_phases(self) -> list[tuple[Phase, ModelResult]]:
+        return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
 
 
 def load(paths: list[Path]) -> list[Session]:
@@ -105,9 +105,8 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "rate", "vs V100",
              "power", "TFLOP/s per W", "util", "tensor", "NVLink", "of link"]]  # fmt: skip
     for session in sessions:
-        for phase in session.kernel_phases():
-            r, t = phase.result, phase.telemetry
-            assert isinstance(r, KernelResult)
+        for phase, r in session.kernel_phases():
+            t = phase.telemetry
             if r.error is not None:
                 rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
                              "error", r.error, "", "", "", "", "", "", "", "", ""])  # fmt: skip
@@ -133,10 +132,9 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
              "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
-        efficiencies = scaling([(p.source, p.result) for p in runs])  # type: ignore[misc]
-        for phase, efficiency in zip(runs, efficiencies, strict=True):
-            r, t = phase.result, phase.telemetry
-            assert isinstance(r, ModelResult)
+        efficiencies = scaling([(p.source, r) for p, r in runs])
+        for (phase, r), efficiency in zip(runs, efficiencies, strict=True):
+            t = phase.telemetry
             host = session.hostname(phase.source)
             if r.error is not None:
                 rows.append([session.name, host, model_what(r), r.placement or "–", r.framework,

@@ -78,7 +78,8 @@ class NvmlGateway:
     """
 
     def __init__(self, nvml: Any | None = None, clock: Callable[[], float] = time.monotonic):
-        self._nvml = nvml
+        self._nvml: Any = nvml
+        """pynvml (or a fake of it); None until `open` imports pynvml."""
         self._clock = clock
         self._devices: list[_Device] = []
         self._opened = False
@@ -241,7 +242,7 @@ class NvmlGateway:
     def _read_simple(
         self, dev: _Device, name: str, constants: tuple[str, ...], divisor: int
     ) -> float:
-        value = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
+        value: float = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
         return value / divisor if divisor != 1 else value
 
     def _read_util(self, dev: _Device) -> dict[str, float]:
@@ -370,7 +371,8 @@ class NvmlGateway:
     def _slow_reader(self, group: str) -> Callable[[_Device], dict[str, float]]:
         if group in SIMPLE_READS:
             return lambda dev: {group: self._read_simple(dev, *SIMPLE_READS[group])}
-        return getattr(self, f"_read_{group}")
+        reader: Callable[[_Device], dict[str, float]] = getattr(self, f"_read_{group}")
+        return reader
 
     def _read_gpm(self, dev: _Device) -> dict[str, float]:
         now = self._clock()
@@ -523,10 +525,12 @@ class NvmlGateway:
 
 def _field_value(entry: Any) -> int:
     member = VALUE_MEMBERS[entry.valueType] if entry.valueType < len(VALUE_MEMBERS) else "ullVal"
-    return getattr(entry.value, member)
+    value: int = getattr(entry.value, member)
+    return value
 
 
 def _text(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
-    return value
+    text: str | None = value  # nvidia-ml-py answers str, or bytes in older releases
+    return text

@@ -21,6 +21,7 @@ from typing import ClassVar
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input
@@ -283,7 +284,7 @@ class DltuiApp(App[None]):
         state = await self.session.run_plans(run)
         for screen in self.screen_stack:  # nothing left to cancel, on the main screen's footer
             screen.refresh_bindings()  # too, which shows under the run's progress
-        severity = "information" if state == "done" else "warning"
+        severity: SeverityLevel = "information" if state == "done" else "warning"
         self.notify(f"{run.description}: {state} — press v for the results",
                     severity=severity, timeout=10)  # fmt: skip
 

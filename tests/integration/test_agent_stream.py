@@ -76,7 +76,7 @@ async def test_ping_pong_and_sequence_numbers(agent_factory):
 
 
 async def test_secret_handshake(agent_factory, secret_file):
-    from dltui.protocol.auth import load_secret
+    from dltui.userfiles import load_secret
 
     agent = agent_factory("--secret-file", str(secret_file))
     secret = load_secret(secret_file)

@@ -17,10 +17,9 @@ from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.listener import server_context
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plans
-from dltui.protocol.auth import SecretFileError, load_secret
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from dltui.userfiles import FileProblem
+from dltui.userfiles import FileProblem, SecretFileError, load_secret
 from tests.conftest import ROOT, dltui_command
 
 LONGEST_LINE = 500

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dltui.bench import placement as worker
-from dltui.bench.ranks import Result, supervise
+from dltui.bench.ranks import supervise
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose, sweep_counts, sweep_sets
 from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
@@ -147,11 +147,12 @@ os.write(fd, (json.dumps({"event": "result", "rank": 0, "result": result}) + "\\
 
 
 def test_ranks_start_with_the_placements_environment() -> None:
-    seen: list[Result] = []
+    seen: list[KernelResult] = []
     env = {"CUDA_VISIBLE_DEVICES": "GPU-b,GPU-a"}
     command = [sys.executable, "-c", RANK]
     measured, failure = supervise(
-        [command], ["case"], 30.0, True, seen.append, lambda *_: None, lambda: False, env=env
-    )
+        [command], ["case"], 30.0, True, seen.append, lambda *_: None, lambda: False,
+        KernelResult, env=env,
+    )  # fmt: skip
     assert (measured, failure) == (1, None)
-    assert isinstance(seen[0], KernelResult) and seen[0].shape == "GPU-b,GPU-a"
+    assert seen[0].shape == "GPU-b,GPU-a"

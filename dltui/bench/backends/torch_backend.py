@@ -82,9 +82,8 @@ class TorchBackend:
     def _set_cudnn(self, searched: bool) -> None:
         """Searched: cuDNN benchmarks every algorithm it has on a shape's first call and keeps
         the fastest (cudnnFind's way). Default: PyTorch's own default, the heuristic choice."""
-        cudnn = self._torch.backends.cudnn
-        cudnn.benchmark = searched
-        cudnn.benchmark_limit = 0  # 0: every available algorithm, not the first ten
+        self._torch.backends.cudnn.benchmark = searched
+        self._torch.backends.cudnn.benchmark_limit = 0  # 0: every algorithm, not the first ten
 
     def _time(self, step: Step, budget: Budget) -> Timing:
         capture = cuda_graph(self._torch) if self.on_gpu else None

@@ -73,7 +73,7 @@ class AllReduceJob:
 def run_allreduce(
     plan: KernelPlan,
     cases: list[AllReduceCase],
-    on_result: OnResult,
+    on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
 ) -> None:
@@ -131,7 +131,15 @@ def run_allreduce(
     reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
     env = placement.env if placement is not None else None
     measured, failure = supervise(
-        commands, labels, silence_s, reports, on_result, on_progress, should_stop, env=env
+        commands,
+        labels,
+        silence_s,
+        reports,
+        on_result,
+        on_progress,
+        should_stop,
+        KernelResult,
+        env=env,
     )
     if failure is not None:
         for case in cases[measured:]:

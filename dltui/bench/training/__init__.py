@@ -93,8 +93,7 @@ def run_models(
                      done: int = done) -> None:  # fmt: skip
             on_progress(done, len(runs), text, fraction)
 
-        def reported(result: object, emit: OnResult = emit) -> None:
-            assert isinstance(result, ModelResult)
+        def reported(result: ModelResult, emit: OnResult = emit) -> None:
             emit(_with_reference(result))
 
         commands, reports = _commands(plan, job)
