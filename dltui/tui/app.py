@@ -47,7 +47,7 @@ from dltui.tui.widgets.server_strip import ServerStrip
 
 REDRAW_HZ = 2.0  # as often as a sparkline cell (0.5 s) moves on
 STAGGER = 4  # columns redraw in this many turns of a redraw period
-MAIN_SCREEN_ACTIONS = ("detail", "filter", "record", "help")
+MAIN_SCREEN_ACTIONS = ("detail", "topology", "filter", "record", "help")
 THEMES = ("textual-dark", "textual-light")
 """What `t` switches between; the palette (ctrl+p, "theme") offers every Textual theme."""
 
