@@ -87,6 +87,7 @@ def timeline(gpus: int, rate: float, ticks: int) -> tuple[list[bytes], list[list
 def child(args: argparse.Namespace) -> None:
     from textual import events
 
+    from dltui.client.session import ClientSession
     from dltui.fleet.state import Fleet
     from dltui.tui.app import DltuiApp
 
@@ -106,13 +107,13 @@ def child(args: argparse.Namespace) -> None:
             for source in sources:
                 for frame in start:
                     for obj in decoder.feed(frame):
-                        self.receive(source, from_wire(obj))
+                        self.session.deliver(source, from_wire(obj))
             began = time.monotonic()
             for index, frames in enumerate(per_tick):
                 for source in sources:
                     for frame in frames:
                         for obj in decoder.feed(frame):
-                            self.receive(source, from_wire(obj))
+                            self.session.deliver(source, from_wire(obj))
                     await asyncio.sleep(0)  # as connections do: each its own read loop
                 await asyncio.sleep(max(0.0, began + (index + 1) / args.rate - time.monotonic()))
 
@@ -128,7 +129,7 @@ def child(args: argparse.Namespace) -> None:
     fleet = Fleet()
     for source in sources:
         fleet.add(source)
-    app = Measured(fleet, [])
+    app = Measured(fleet, ClientSession([]))
     app.run()
     Path(args.out).write_text(json.dumps(latencies))
 

@@ -66,7 +66,7 @@ def fmt_duration(seconds: float | None) -> str:
 
 HEADER = (
     f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'median':>10} {'±':>8} "
-    f"{'rate':>14} {'busbw':>10} {'vs V100':>8}"
+    f"{'rate':>14} {'busbw':>10} {'vs V100':>8}  timed"
 )
 
 
@@ -85,6 +85,15 @@ def ratio_text(result: KernelResult) -> str:
     return f"{result.ratio:.2f}×" if result.ratio is not None else ""
 
 
+def method_text(result: KernelResult) -> str:
+    """How the case was timed, e.g. "graph ×716" (iterations a sample), "padded" where
+    padding changed the shape; empty for results from before methods were recorded."""
+    if result.method is None:
+        return ""
+    text = f"{result.method} ×{result.per_sample}"
+    return text + " padded" if result.padded_shape else text
+
+
 def format_row(result: KernelResult) -> str:
     if result.error is not None:
         return (
@@ -95,8 +104,8 @@ def format_row(result: KernelResult) -> str:
     return (
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
         f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
-        f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}"
-    )
+        f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}  {method_text(result)}"
+    ).rstrip()
 
 
 MODEL_HEADER = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 from textual.screen import Screen
@@ -54,7 +55,7 @@ class Scene:
     size: tuple[int, int]
     moment: Callable[[ReplaySet], float]
     keys: tuple[str, ...] = ()
-    screen: Callable[[], Screen[None]] | None = None
+    screen: Callable[[ReplayApp], Screen[Any]] | None = None
     """A screen to open first (the launcher, which a replay does not offer by key)."""
     theme: str | None = None
 
@@ -72,10 +73,14 @@ class Scene:
             app.theme = self.theme
         await app.redraw()
         if self.screen is not None:
-            await app.push_screen(self.screen())
+            await app.push_screen(self.screen(app))
         for key in self.keys:
             await pilot.press(key)
         await settled(pilot)
+
+
+def launcher(app: ReplayApp) -> LauncherScreen:
+    return LauncherScreen(app.fleet)
 
 
 async def settled(pilot: Pilot[None], tries: int = 20) -> None:
@@ -101,7 +106,7 @@ SCENES = (
     Scene("training", (H200_MODELS, CPU_MODELS), (120, 30), the_end, keys=("v",)),
     Scene("resnet50-h200", (H200_MODELS,), (120, 40), during("resnet50", 60.0)),
     Scene("detail", (H200,), (140, 60), during("64500000", 0.4), keys=("d",)),
-    Scene("launcher", (H200, CPU), (100, 30), the_end, screen=LauncherScreen),
+    Scene("launcher", (H200, CPU), (100, 30), the_end, screen=launcher),
     Scene("light-80x24", (H200,), (80, 24), during("8448x48000x2816", 0.5), theme=LIGHT),
     Scene("help", (H200,), (120, 45), the_end, keys=("question_mark",)),
 )

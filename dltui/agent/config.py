@@ -8,6 +8,7 @@
     tls_client_ca = "/etc/dltui/clients-ca.pem"
     log_level = "info"
     nvml_timeout = 30              # then the agent goes on without GPUs
+    data_dirs = ["/data/imagenet"] # folders a time-to-accuracy plan may read (default: none)
 
 The keys are the command-line options' names (with `_` for `-`); an option given on the command
 line wins over the file.
@@ -16,35 +17,38 @@ line wins over the file.
 from __future__ import annotations
 
 import os
-import tomllib
 from typing import Any
 
+from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
+from dltui.protocol.errors import quote
 from dltui.protocol.messages import MAX_RATE_HZ
+from dltui.userfiles import FileProblem, listing, load_toml
 
 LOG_LEVELS = ("debug", "info", "warning")
 MAX_NVML_TIMEOUT_S = 3600.0
+MAX_CONFIG_BYTES = 64 << 10
+"""A config is a dozen lines; a bigger file is refused before it is parsed."""
+MAX_DATA_DIRS = 64
 _PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
 
 
-class ConfigFileError(ValueError):
-    """The configuration file is unreadable, not TOML, or names something wrong."""
+class ConfigFileError(UsageError):
+    """The agent's configuration is unreadable, not TOML, names something wrong, or asks for
+    something unsafe or impossible (listening beyond loopback unauthenticated)."""
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The file's settings as the agent parser's destinations; ConfigFileError says why not."""
     try:
-        with open(path, "rb") as file:
-            table = tomllib.load(file)
-    except OSError as exc:
-        raise ConfigFileError(f"cannot read config {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigFileError(f"config {path} is not valid TOML: {exc}") from exc
-    known = {"listen", "stdio", "rate", "log_level", "nvml_timeout", *_PATHS}
+        table = load_toml(path, "config", MAX_CONFIG_BYTES)
+    except FileProblem as exc:
+        raise ConfigFileError(str(exc)) from None
+    known = {"listen", "stdio", "rate", "log_level", "nvml_timeout", "data_dirs", *_PATHS}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(
-            f"config {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            f"config {path}: unknown keys {listing(unknown)} (known: {', '.join(sorted(known))})"
         )
     settings: dict[str, Any] = {}
     problems: list[str] = []
@@ -65,15 +69,17 @@ def _setting(key: str, value: Any) -> Any:
         return parse_host_port(_text(value))
     if key == "stdio":
         if type(value) is not bool:
-            raise ValueError(f"expected true or false, got {value!r}")
+            raise ValueError(f"expected true or false, got {quote(value)}")
         return value
+    if key == "data_dirs":
+        return data_dirs(value)
     if key == "rate":
         return in_range(value, MAX_RATE_HZ, "a number of Hz")
     if key == "nvml_timeout":
         return in_range(value, MAX_NVML_TIMEOUT_S, "seconds")
     if key == "log_level":
         if value not in LOG_LEVELS:
-            raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
+            raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {quote(value)}")
         return value
     return _text(value)  # a path
 
@@ -81,11 +87,24 @@ def _setting(key: str, value: Any) -> Any:
 def in_range(value: Any, high: float, unit: str) -> float:
     """`value` as a float in (0, high]; a ValueError that says so otherwise."""
     if type(value) not in (int, float) or not 0 < value <= high:
-        raise ValueError(f"expected {unit} in (0, {high:g}], got {value!r}")
+        raise ValueError(f"expected {unit} in (0, {high:g}], got {quote(value)}")
     return float(value)
+
+
+def data_dirs(value: Any) -> tuple[str, ...]:
+    """The folders time-to-accuracy plans may name: absolute paths, normalised (no `..`)."""
+    if type(value) is not list or len(value) > MAX_DATA_DIRS:
+        raise ValueError(f"expected a list of at most {MAX_DATA_DIRS} folders, got {quote(value)}")
+    folders = []
+    for item in value:
+        folder = _text(item)
+        if not os.path.isabs(folder) or "\0" in folder:
+            raise ValueError(f"expected absolute paths, got {quote(folder)}")
+        folders.append(os.path.normpath(folder))
+    return tuple(folders)
 
 
 def _text(value: Any) -> str:
     if type(value) is not str or not value:
-        raise ValueError(f"expected a string, got {value!r}")
+        raise ValueError(f"expected a string, got {quote(value)}")
     return value

@@ -32,6 +32,7 @@ from dltui.protocol.messages import (
     JobResult,
     JobState,
     Message,
+    ModelPlan,
     Plan,
     Run,
     from_wire,
@@ -57,9 +58,29 @@ class _Job:
     cancelled: bool = False
 
 
+def data_dir_refusal(plan: Plan, allowed: tuple[str, ...]) -> str | None:
+    """Why a time-to-accuracy plan may not read its folder here, or None. Only folders the
+    agent's own config allows (data_dirs) and those inside them are read; the answer is the
+    same whether a refused path exists or not, and a refused path is never looked at."""
+    if not isinstance(plan, ModelPlan) or plan.data_dir is None:
+        return None
+    folder = os.path.normpath(plan.data_dir)  # no `..` climbing out of an allowed folder
+    inside = [root for root in allowed if os.path.commonpath((root, folder)) == root]
+    # Inside one, symbolic links must not lead out of it either.
+    real = os.path.realpath(folder) if inside else None
+    if real is not None and any(
+        os.path.commonpath((os.path.realpath(root), real)) == os.path.realpath(root)
+        for root in inside
+    ):
+        return None
+    return "data_dir is not among the folders this agent's config allows (data_dirs)"
+
+
 class Jobs:
-    def __init__(self, publish: Callable[[Message], None]) -> None:
+    def __init__(self, publish: Callable[[Message], None], data_dirs: tuple[str, ...] = ()) -> None:
         self._publish = publish
+        self.data_dirs = data_dirs
+        """Folders (absolute, normalised) that time-to-accuracy plans may read."""
         self.current: _Job | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -73,6 +94,9 @@ class Jobs:
             check_plan(plan)
         except PlanError as exc:
             self._publish(JobEnd(job, "refused", f"bad plan: {exc}", time.time()))
+            return
+        if (refusal := data_dir_refusal(plan, self.data_dirs)) is not None:
+            self._publish(JobEnd(job, "refused", refusal, time.time()))
             return
         if self.current is not None:
             reason = f"busy: job {self.current.id} is running; cancel it or wait"

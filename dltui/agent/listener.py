@@ -4,6 +4,9 @@ A TLS agent looks at each connection's first byte before the TLS handshake: a TL
 with a handshake record (0x16). Anything else, or silence (a plaintext dltui client waits for
 the agent's hello), gets one plaintext error frame saying that TLS is required and is closed,
 so the user reads why instead of waiting for a timeout.
+
+Every connection takes a place in the agent's admission (admission.py) from the moment it is
+accepted until it has logged in: the TLS handshake is part of the time it is given.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable
 
+from dltui.agent.admission import Admission, Waiting
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import Error, to_wire
 from dltui.protocol.stream import MessageStream
+from dltui.userfiles import PEM_LIMIT, check_regular
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +32,16 @@ TLS_HANDSHAKE_TIMEOUT = 10.0
 STREAM_LIMIT = 2**20
 TLS_REQUIRED = "this agent requires TLS: connect with tls://HOST:PORT and --tls-ca"
 
-Handler = Callable[[MessageStream, str], Awaitable[None]]
+Handler = Callable[[MessageStream, str, Waiting], Awaitable[None]]
+BUSY_SOURCE = "too many connections from your address are waiting to log in; try again"
 
 
 def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
     """TLS 1.2+ with this certificate; with `client_ca`, clients must present a certificate
     that CA signed (mutual TLS). OSError or ssl.SSLError when a file is unusable."""
+    for what, path in (("certificate", cert), ("key", key), ("client CA", client_ca)):
+        if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
+            check_regular(path, what, PEM_LIMIT)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)
@@ -52,7 +61,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 async def accept_forever(
-    listener: socket.socket, handle: Handler, tls: ssl.SSLContext | None
+    listener: socket.socket, handle: Handler, tls: ssl.SSLContext | None, admission: Admission
 ) -> None:
     """Serve each connection with `handle` until cancelled (the connections' own tasks go on,
     so that the agent can say goodbye on them)."""
@@ -61,8 +70,7 @@ async def accept_forever(
     try:
         while True:
             sock, address = await loop.sock_accept(listener)
-            peer = f"{address[0]}:{address[1]}"
-            task = asyncio.create_task(_connection(sock, peer, handle, tls))
+            task = asyncio.create_task(_connection(sock, address, handle, tls, admission))
             connections.add(task)
             task.add_done_callback(connections.discard)
     finally:
@@ -70,23 +78,45 @@ async def accept_forever(
 
 
 async def _connection(
-    sock: socket.socket, peer: str, handle: Handler, tls: ssl.SSLContext | None
+    sock: socket.socket,
+    address: tuple[str, int],
+    handle: Handler,
+    tls: ssl.SSLContext | None,
+    admission: Admission,
 ) -> None:
     sock.setblocking(False)
-    with contextlib.ExitStack() as closing:
-        closing.callback(sock.close)  # until a transport owns the socket
-        if tls is not None and not await _opens_with_tls(sock):
-            log.warning("refusing %s: it does not speak TLS", peer)
-            with contextlib.suppress(OSError):
-                sock.send(encode_frame(to_wire(Error("tls_required", TLS_REQUIRED))))
-            return
-        try:
-            stream = await _open_stream(sock, tls)
-        except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
-            log.warning("TLS handshake with %s failed: %s", peer, exc)
-            return
-        closing.pop_all()
-    await handle(stream, peer)
+    peer = f"{address[0]}:{address[1]}"
+    task = asyncio.current_task()
+    assert task is not None
+    # Until there is a stream to say why on, a connection whose time is up is just dropped.
+    waiting = admission.admit(address[0], lambda code, detail: task.cancel())
+    if waiting is None:
+        if tls is None:  # a TLS client could not read a plaintext frame
+            _say(sock, Error("busy", BUSY_SOURCE))
+        sock.close()
+        return
+    try:
+        with contextlib.ExitStack() as closing:
+            closing.callback(sock.close)  # until a transport owns the socket
+            if tls is not None and not await _opens_with_tls(sock):
+                log.warning("refusing %s: it does not speak TLS", peer)
+                _say(sock, Error("tls_required", TLS_REQUIRED))
+                return
+            try:
+                stream = await _open_stream(sock, tls)
+            except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
+                log.warning("TLS handshake with %s failed: %s", peer, exc)
+                return
+            closing.pop_all()
+        await handle(stream, peer, waiting)
+    finally:
+        waiting.release()
+
+
+def _say(sock: socket.socket, error: Error) -> None:
+    """One plaintext error frame, if the socket has room for it now; never waits."""
+    with contextlib.suppress(OSError):
+        sock.send(encode_frame(to_wire(error)))
 
 
 async def _opens_with_tls(sock: socket.socket) -> bool:

@@ -7,7 +7,7 @@ import logging
 import ssl
 import sys
 
-from dltui.agent.server import Agent, ConfigError, run_until_signal, stable_agent_id
+from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
 log = logging.getLogger(__name__)
@@ -19,13 +19,19 @@ def run(
     secret: bytes | None,
     tls: ssl.SSLContext | None = None,
     nvml_timeout: float = OPEN_DEADLINE,
+    data_dirs: tuple[str, ...] = (),
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
-    clean stop."""
+    clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
+    Time-to-accuracy plans may read `data_dirs` and the folders inside them."""
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout)
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
-    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls)
+    if listen is None and not data_dirs:
+        # Over stdio the client is the user who started the agent (a local spawn, or ssh into
+        # that user's account): its plans may read any folder that user can.
+        data_dirs = ("/",)
+    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs)
 
     def ready(port: int) -> None:
         gpus = len(agent.inventory.gpus)
@@ -38,9 +44,6 @@ def run(
     sampler.start()
     try:
         asyncio.run(run_until_signal(serve))
-    except ConfigError as exc:
-        print(f"dltui agent: {exc}", file=sys.stderr)
-        return 2
     except OSError as exc:
         print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -19,22 +19,21 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable
 
+from dltui.agent.admission import Admission, Waiting
+from dltui.agent.config import ConfigFileError
 from dltui.agent.jobs import Jobs
 from dltui.agent.listener import accept_forever, listening_socket
 from dltui.agent.session import Session
 from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Error, Inventory, Message, Sample, to_wire
+from dltui.protocol.messages import Inventory, Message, Sample, to_wire
 from dltui.protocol.stream import MessageStream, claim_stdout
 
 log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 128
-"""Connections served at once; one more is told the agent is busy and closed."""
-
-
-class ConfigError(Exception):
-    """The agent was asked to start in a way that is unsafe or impossible."""
+"""Clients logged in at once; one more is told the agent is busy and closed. Connections that
+have not logged in have a budget of their own (admission.py)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -64,6 +63,7 @@ class Agent:
         agent_id: str,
         secret: bytes | None = None,
         tls: ssl.SSLContext | None = None,
+        data_dirs: tuple[str, ...] = (),
     ) -> None:
         self.inventory = inventory
         self.rate_hz = rate_hz
@@ -73,7 +73,8 @@ class Agent:
         self.sessions: set[Session] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.throttle = AuthThrottle()
-        self.jobs = Jobs(self.publish)
+        self.admission = Admission()
+        self.jobs = Jobs(self.publish, data_dirs)
 
     @property
     def authenticates_clients(self) -> bool:
@@ -102,13 +103,16 @@ class Agent:
             if session.ready:
                 session.deliver(frame)
 
-    async def _serve(self, stream: MessageStream, peer: str) -> None:
-        if len(self.sessions) >= MAX_SESSIONS:
-            log.warning("refusing %s: %d clients already", peer, len(self.sessions))
-            await stream.send(Error("busy", f"the agent serves {MAX_SESSIONS} clients already"))
-            await stream.close()
-            return
-        session = Session(self, stream, peer)
+    def room_for_client(self) -> str | None:
+        """None when one more client may log in; else why not, for its `busy` error."""
+        clients = sum(session.admitted for session in self.sessions)
+        if clients < MAX_SESSIONS:
+            return None
+        log.warning("refusing a client: %d clients already", clients)
+        return f"the agent serves {MAX_SESSIONS} clients already"
+
+    async def _serve(self, stream: MessageStream, peer: str, waiting: Waiting | None) -> None:
+        session = Session(self, stream, peer, waiting)
         self.sessions.add(session)
         try:
             await session.run()
@@ -118,7 +122,7 @@ class Agent:
     async def serve_tcp(self, host: str, port: int, ready: Callable[[int], None]) -> None:
         """Serve until cancelled; `ready` gets the bound port (useful with port 0)."""
         if not is_loopback(host) and not self.authenticates_clients:
-            raise ConfigError(
+            raise ConfigFileError(
                 f"refusing to listen on {host}, which is not loopback, without --secret-file "
                 "(or --tls-client-ca); use a secret, or reach the agent over SSH"
             )
@@ -126,7 +130,7 @@ class Agent:
         listener = listening_socket(host, port)
         ready(listener.getsockname()[1])
         try:
-            await accept_forever(listener, self._serve, self.tls)
+            await accept_forever(listener, self._serve, self.tls, self.admission)
         finally:
             await self.jobs.stop()
             await self.stop_sessions("agent shutting down")
@@ -142,8 +146,8 @@ class Agent:
         """
         for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
             if not _is_pipe(stream.fileno()):
-                raise ConfigError(f"--stdio serves one client over a pipe (a local spawn, or ssh), "
-                                  f"and {name} is not one")  # fmt: skip
+                raise ConfigFileError(f"--stdio serves one client over a pipe (a local spawn, "
+                                      f"or ssh), and {name} is not one")  # fmt: skip
         self._loop = loop = asyncio.get_running_loop()
         frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)
@@ -153,7 +157,7 @@ class Agent:
         )
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         try:
-            await self._serve(MessageStream(reader, writer), "stdio")
+            await self._serve(MessageStream(reader, writer), "stdio", None)
         finally:
             await self.jobs.stop()
 

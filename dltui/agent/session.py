@@ -2,7 +2,9 @@
 
 Samples are encoded once by the agent and offered to every session as bytes. A session keeps
 at most `QUEUE_LIMIT` of them; when its client reads too slowly the oldest are dropped and
-counted, so one stalled client never holds memory or slows sampling for the others.
+counted, so one stalled client never holds memory or slows sampling for the others. Replies and
+results are never dropped, so a client that lets `CONTROL_LIMIT` bytes of them pile up (pings
+it never reads the answers to) is disconnected instead.
 """
 
 from __future__ import annotations
@@ -36,24 +38,38 @@ from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
 
 if TYPE_CHECKING:
+    from dltui.agent.admission import Waiting
     from dltui.agent.server import Agent
 
 log = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 256
+CONTROL_LIMIT = 4 << 20
+"""Bytes of replies and results queued for one client: some 60,000 pongs, or thousands of
+results; a client this far behind is not reading them."""
+CLOSE_GRACE = 1.0
+"""How long a disconnected client that reads nothing keeps its socket, for the error to reach
+it if it ever does read."""
 HANDSHAKE_TIMEOUT = 10.0
 MAX_FRAME_BEFORE_AUTH = 4096
 """An auth frame is about 100 bytes: before it, no peer may make the agent buffer more."""
 
 
+class _Busy(Exception):
+    """The agent has all the clients it serves: said to one more that proved who it is."""
+
+
 class Session:
-    def __init__(self, agent: Agent, stream: MessageStream, peer: str) -> None:
+    def __init__(
+        self, agent: Agent, stream: MessageStream, peer: str, waiting: Waiting | None = None
+    ) -> None:
         self.agent = agent
         self.stream = stream
         self.peer = peer
         self.dropped = 0
         self._samples: deque[bytes] = deque()
         self._control: deque[bytes] = deque()
+        self._control_bytes = 0
         self._wake = asyncio.Event()
         self._period: float | None = None  # None until the client subscribes
         self._due: float | None = None  # when the next sample is due on the client's schedule
@@ -61,6 +77,11 @@ class Session:
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
         self.ready = False  # set once the handshake succeeded: only then are results sent
+        self.admitted = False
+        """Counted among the agent's clients: it proved who it is and there was room."""
+        self._waiting = waiting
+        if waiting is not None:  # its place among the connections waiting to log in
+            waiting.on_expire(self._disconnect)
 
     # --- outgoing -------------------------------------------------------------------------
 
@@ -88,20 +109,66 @@ class Session:
         self.deliver(encode_frame(to_wire(message)))
 
     def deliver(self, frame: bytes) -> None:
-        """A frame that must not be dropped (a reply, a benchmark result): ahead of samples."""
+        """A frame that must not be dropped (a reply, a benchmark result): ahead of samples.
+        A client that has left CONTROL_LIMIT bytes of them unread is disconnected."""
+        if self._closing:
+            return
+        if self._control_bytes + len(frame) > CONTROL_LIMIT:
+            self._overflow()
+            return
         self._control.append(frame)
+        self._control_bytes += len(frame)
         self._wake.set()
 
+    def _overflow(self) -> None:
+        """Disconnect a client that does not read its replies."""
+        unread = self._control_bytes
+        log.warning("closing %s: it left %d bytes of replies unread", self.peer, unread)
+        self._disconnect("overflow", f"disconnected: {unread} bytes of replies were left unread")
+
+    def _disconnect(self, code: str, detail: str) -> None:
+        """End the connection now, from outside its own flow (a client that reads nothing, or
+        a login whose time is up): an error frame behind what the socket already holds, then
+        the connection closed, forcibly after CLOSE_GRACE."""
+        self._closing = True
+        self._drop_queues()
+        self._wake.set()
+        transport = self.stream.writer.transport
+        if transport.is_closing():
+            return
+        self.stream.write_frame(encode_frame(to_wire(Error(code, detail))))
+        transport.close()
+        asyncio.get_running_loop().call_later(CLOSE_GRACE, transport.abort)
+
+    def _drop_queues(self) -> None:
+        self._control.clear()
+        self._samples.clear()
+        self._control_bytes = 0
+
     async def _write_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._control or self._samples:
-                queue = self._control or self._samples
-                self.stream.write_frame(queue.popleft())
-                await self.stream.writer.drain()
-            if self._closing:
-                return
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while not self._closing_now and (self._control or self._samples):
+                    if self._control:
+                        frame = self._control.popleft()
+                        self._control_bytes -= len(frame)
+                    else:
+                        frame = self._samples.popleft()
+                    self.stream.write_frame(frame)
+                    await self.stream.writer.drain()
+                if self._closing:
+                    return
+        except ConnectionError as exc:  # caught, not left on the task (see _forget_frames)
+            _forget_frames(exc)
+        finally:
+            self._drop_queues()
+
+    @property
+    def _closing_now(self) -> bool:
+        """The transport is closing: nothing more can be written."""
+        return self.stream.writer.transport.is_closing()
 
     # --- incoming -------------------------------------------------------------------------
 
@@ -118,13 +185,15 @@ class Session:
                     break
         except TimeoutError:
             await self._refuse("timeout", "no handshake in time")
+        except _Busy as exc:
+            await self._refuse("busy", str(exc))
         except AuthError as exc:
             await self._refuse("auth_failed", str(exc))
         except ProtocolError as exc:
             log.warning("closing %s: %s", self.peer, exc)
             await self._refuse("protocol", str(exc))
-        except (EOFError, ConnectionError):
-            pass
+        except (EOFError, ConnectionError) as exc:
+            _forget_frames(exc)
         finally:
             await self._flush_and_close()
 
@@ -136,11 +205,13 @@ class Session:
     async def _flush_and_close(self) -> None:
         self._closing = True
         self._wake.set()
-        if self._writer is not None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
             try:
-                await asyncio.wait_for(self._writer, 1.0)
-            except (TimeoutError, ConnectionError):
+                await asyncio.wait_for(writer, 1.0)
+            except TimeoutError:
                 pass  # a client that stopped reading gets no more; closing frees it
+        self._drop_queues()
         await self.stream.close()
 
     async def _refuse(self, code: str, detail: str) -> None:
@@ -176,6 +247,11 @@ class Session:
             ):
                 raise AuthError("wrong secret")
             proof = auth.agent_proof(secret, challenge, message.nonce)
+        if (busy := self.agent.room_for_client()) is not None:
+            raise _Busy(busy)
+        self.admitted = True
+        if self._waiting is not None:
+            self._waiting.release()
         welcome_body = await self.stream.send(
             Welcome(
                 agent_id=self.agent.agent_id,
@@ -217,3 +293,11 @@ class Session:
         else:
             raise ProtocolError(f"{message.TYPE} is not a command an agent accepts")
         return False
+
+
+def _forget_frames(exc: BaseException) -> None:
+    """Drop a connection error's traceback. asyncio keeps the exception that ended a connection
+    (the stream's reader raises the same object to every later read), so its traceback, whose
+    frames hold the session and everything it queued, would keep them alive in a cycle that
+    only the garbage collector breaks."""
+    exc.__traceback__ = None

@@ -19,6 +19,8 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 from dltui.bench.backends import error_text
 from dltui.protocol.messages import KernelResult, ModelResult, to_plain
@@ -77,6 +79,22 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def join_process_group(device: Any, master: str, rank: int, world: int, timeout_s: float) -> None:
+    """torch.distributed's group for this rank: NCCL on a GPU (bound to `device`, so it connects
+    at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs."""
+    import torch.distributed as dist
+
+    on_gpu = device.type == "cuda"
+    dist.init_process_group(
+        "nccl" if on_gpu else "gloo",
+        init_method=f"tcp://{master}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=timeout_s),
+        device_id=device if on_gpu else None,
+    )
 
 
 def supervise(

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dltui.bench import reference
-from dltui.bench.backends import Backend, budget_for, error_text, load_backend
+from dltui.bench.backends import Backend, Settings, budget_for, error_text, load_backend
+from dltui.bench.padding import padded
 from dltui.bench.shapes import BandwidthCase, Case, ComputeCase, RnnCase, cases
 from dltui.plans import formulas
 from dltui.protocol.messages import KernelPlan, KernelResult
@@ -102,7 +103,13 @@ def run_plan(
 
 
 def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
-    """Time one item and turn its times into a result, or its failure into an error result."""
+    """Time one item and turn its times into a result, or its failure into an error result.
+
+    The case is padded first where the plan pads (16-bit GEMMs and convolutions); rates count
+    the case as stated, as DeepBench's do. A reference ratio is given only where the run is
+    set up as DeepBench's was (padded, searched), so it compares like with like."""
+    timed = padded(item.case, item.precision) if plan.pad else item.case
+    compute = isinstance(item.case, ComputeCase)
     fields = {
         "kind": item.kind,
         "framework": plan.framework,
@@ -111,20 +118,27 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         "direction": item.direction,
         "shape": item.case.label,
         "params": item.case.params,
+        "padded_shape": timed.label if timed != item.case else None,
+        "tuning": plan.tuning if compute else None,
+        "fill": plan.fill if compute else "random",
     }
     budget = budget_for(plan, item.kind, on_gpu=backend.device != "cpu")
     try:
-        times = backend.time_case(item.kind, item.case, item.direction, item.precision, budget)
+        settings = Settings(item.precision, plan.tuning, plan.fill, budget)
+        found = backend.time_case(timed, item.direction, settings)
     except Exception as exc:  # frameworks raise many types (OOM, dtype, cuDNN): record, go on
         return KernelResult(**fields, error=error_text(exc))
+    times, energy = found.timing.samples, found.timing.energy
     median = formulas.median(times)
     flops = _flops(item)
     rate = formulas.tflops(flops, median) if flops is not None else None
     nbytes = item.case.nbytes if isinstance(item.case, BandwidthCase) else None
+    like_deepbench = plan.pad and plan.tuning == "searched"
     ref = reference.lookup(item.kind, item.case, item.precision, item.direction)
+    ref = ref if like_deepbench else None
     return KernelResult(
         **fields,
-        iterations=len(times),
+        iterations=found.timing.iterations,
         median_s=median,
         spread_s=formulas.spread(times),
         min_s=min(times),
@@ -134,6 +148,13 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         reference_tflops=ref.tflops if ref else None,
         reference_ms=ref.ms if ref else None,
         ratio=reference.ratio(ref, rate, median) if ref else None,
+        method=found.timing.method,
+        samples=len(times),
+        per_sample=found.timing.per_sample,
+        layout=found.layout,
+        energy_j=energy.joules if energy else None,
+        energy_s=energy.seconds if energy else None,
+        sustained_s=energy.seconds_per_iteration if energy else None,
     )
 
 

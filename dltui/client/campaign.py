@@ -7,7 +7,7 @@
 - A model plan run across servers first measures what its scaling is judged against: one GPU
   and one whole server, on the first agent (`baselines`).
 
-Members are anything that can start and cancel a job on an agent (the TUI's and the recorder's
+Members are anything that can start and cancel a job on an agent (a client session's
 `AgentConnection`s). A campaign learns how jobs go only from the frames it is shown
 (`observe`), so `dltui bench`, `dltui record` and the TUI's launcher run plans the same way.
 """
@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 from dltui.client.scale_out import assign_ranks, local_ranks
 from dltui.client.target import Target
+from dltui.plans.check import PlanError
 from dltui.protocol.messages import (
     JobEnd,
     JobState,
@@ -69,8 +70,12 @@ class Step:
     @property
     def state(self) -> JobState | Literal["waiting", "running"]:
         if all(part.end is not None for part in self.parts):
-            return worst(part.end.state for part in self.parts if part.end is not None)
+            return self.ended()
         return "running" if any(part.job for part in self.parts) else "waiting"
+
+    def ended(self) -> JobState:
+        """How the parts that have ended did, the worst of them."""
+        return worst(part.end.state for part in self.parts if part.end is not None)
 
 
 def worst(states: object) -> JobState:
@@ -78,15 +83,15 @@ def worst(states: object) -> JobState:
 
 
 def check_layout(plan: Plan, members: int, across: bool) -> None:
-    """ValueError when the plan cannot run this way, before any agent is asked."""
+    """PlanError when the plan cannot run this way, before any agent is asked."""
     if not members:
-        raise ValueError("a campaign needs at least one agent")
+        raise PlanError("a campaign needs at least one agent")
     if across and members < 2:
-        raise ValueError("a run across servers needs at least two agents")
+        raise PlanError("a run across servers needs at least two agents")
     if across and isinstance(plan, KernelPlan) and plan.kinds != ["allreduce"]:
-        raise ValueError("only all-reduce runs across servers; run the other kinds side by side")
+        raise PlanError("only all-reduce runs across servers; run the other kinds side by side")
     if across and isinstance(plan, ModelPlan) and len(plan.gpus) != 1:
-        raise ValueError("a run across servers uses one GPU count per server (0: all), not a sweep")
+        raise PlanError("a run across servers uses one GPU count per server (0: all), not a sweep")
 
 
 def is_across(plan: Plan, members: int) -> bool:
@@ -123,6 +128,10 @@ class Campaign:
                 why = f"lost the agent: {message.detail or message.state}"
                 part.end = JobEnd(part.job or "", "failed", why, message.wall)
                 self._changed.set()
+
+    def jobs(self) -> set[str]:
+        """The jobs started so far, on every member: the frames that belong to this campaign."""
+        return {part.job for step in self.steps for part in step.parts if part.job}
 
     def _running(self, source: str) -> list[Part]:
         return [
@@ -196,9 +205,7 @@ class Campaign:
                 break
             self._changed.clear()
             await self._changed.wait()
-        state = step.state
-        assert state not in ("waiting", "running")
-        return state
+        return step.ended()
 
     async def _cancel(self, part: Part) -> None:
         if part.job and part.end is None and not part.cancel_sent:

@@ -61,6 +61,17 @@ STARTED_AGENT_TIMEOUT = 45.0
 started, and it waits up to 30 s for NVML before going on without GPUs (--nvml-timeout)."""
 
 
+class AgentBusy(ConnectionError):
+    """The agent answered `busy`: it has all the clients, or all the connections waiting to log
+    in, that it takes. Not a refusal: try again later (AgentConnection does, with backoff)."""
+
+
+def _refusal(error: Error) -> Exception:
+    if error.code == "busy":
+        return AgentBusy(f"agent busy: {error.message}")
+    return AuthError(f"agent refused: {error.message}")
+
+
 def handshake_timeout(target: Target) -> float:
     return STARTED_AGENT_TIMEOUT if target.starts_agent else HANDSHAKE_TIMEOUT
 
@@ -79,8 +90,9 @@ async def handshake(
     timeout: float = HANDSHAKE_TIMEOUT,
     clock: ClockEstimator | None = None,
 ) -> Welcome:
-    """Authenticate to an agent; AuthError when either side's proof fails, TimeoutError when
-    the agent says nothing in time (an agent that hangs, not one that refuses).
+    """Authenticate to an agent; AuthError when either side's proof fails, AgentBusy when the
+    agent has no room now, TimeoutError when the agent says nothing in time (an agent that
+    hangs, not one that refuses).
 
     With `clock`, the auth → welcome round trip is its first exchange, so the agent's clock
     offset is known before the first sample arrives.
@@ -89,7 +101,7 @@ async def handshake(
     async def exchange() -> Welcome:
         hello = await stream.receive()
         if isinstance(hello, Error):
-            raise AuthError(f"agent refused: {hello.message}")
+            raise _refusal(hello)
         if not isinstance(hello, Hello):
             raise ProtocolError(f"expected hello, got {hello.TYPE}")
         if hello.version != PROTOCOL_VERSION:
@@ -98,8 +110,7 @@ async def handshake(
             )
         if hello.challenge is not None and len(hello.challenge) != auth.NONCE_SIZE:
             raise ProtocolError(
-                f"the agent's challenge must be {auth.NONCE_SIZE} bytes, "
-                f"got {len(hello.challenge)}"
+                f"the agent's challenge must be {auth.NONCE_SIZE} bytes, got {len(hello.challenge)}"
             )
         if hello.challenge is not None and secret is None:
             raise AuthError("the agent requires a secret: pass --secret-file")
@@ -111,7 +122,7 @@ async def handshake(
         if clock is not None and isinstance(reply, Welcome):
             clock.add(sent_wall, time.monotonic() - sent_mono, reply.wall)
         if isinstance(reply, Error):
-            raise AuthError(f"agent refused: {reply.message}")
+            raise _refusal(reply)
         if not isinstance(reply, Welcome):
             raise ProtocolError(f"expected welcome, got {reply.TYPE}")
         if secret is not None:
@@ -181,6 +192,11 @@ class AgentConnection:
             except AuthError as exc:
                 self._link("auth_failed", str(exc))
                 await asyncio.sleep(AUTH_RETRY)
+                continue
+            except AgentBusy as exc:  # no room now, not a refusal: back off and try again
+                self._link("busy", str(exc))
+                await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+                attempt += 1
                 continue
             except (OSError, EOFError, ProtocolError) as exc:
                 detail = failure_reason(exc)

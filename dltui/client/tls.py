@@ -6,11 +6,15 @@ from __future__ import annotations
 import ssl
 
 from dltui.client.target import TlsOptions
+from dltui.userfiles import PEM_LIMIT, check_regular
 
 
 def client_context(options: TlsOptions) -> ssl.SSLContext:
     """Verify the agent's certificate and host name (against `ca`, or the system's roots) and,
     for mutual TLS, present our own. OSError or ssl.SSLError when a file is unusable."""
+    for what, path in (("CA", options.ca), ("certificate", options.cert), ("key", options.key)):
+        if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
+            check_regular(path, what, PEM_LIMIT)
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=options.ca)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if options.cert is not None:

@@ -21,6 +21,8 @@ from dltui.protocol.errors import AuthError
 from dltui.protocol.stream import MessageStream
 
 STREAM_LIMIT = 2**20
+OPEN_TIMEOUT = 5.0
+"""A TCP or TLS connection's limit; spawned agents (local, ssh) are bounded by the handshake's."""
 SSH_EXIT_WAIT = 2.0
 # ssh's own words for "you may not": shown as a refusal, not as the agent being down.
 _SSH_REFUSALS = ("Permission denied", "Host key verification failed", "IDENTIFICATION HAS CHANGED")
@@ -53,7 +55,7 @@ class Transport:
     close: Callable[[], Awaitable[None]]
 
 
-async def open_transport(target: Target, timeout: float = 5.0) -> Transport:
+async def open_transport(target: Target, timeout: float = OPEN_TIMEOUT) -> Transport:
     """Connect; OSError (with the reason) when the agent cannot be reached."""
     if target.kind == "local":
         command = [sys.executable, "-m", "dltui", "agent", "--stdio"]

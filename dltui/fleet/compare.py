@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dltui.errors import UsageError
 from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
+from dltui.plans import formulas
 from dltui.plans.scaling import Scaling, scaling
 from dltui.protocol.messages import KernelResult, ModelResult
 
@@ -31,7 +33,7 @@ METRIC_WORDS = {"rate": "throughput", "per_watt": "per watt", "efficiency": "sca
 EXPORT_FORMATS = (".csv", ".json")
 
 
-class ExportError(ValueError):
+class ExportError(UsageError):
     """A file name the results cannot be written to; says why."""
 
 
@@ -58,6 +60,35 @@ class Cell:
             return result.gbps
         return 1 / result.median_s if result.median_s else None
 
+    @property
+    def noisy(self) -> bool:
+        """Its spread is too large for a ratio made from it to tell servers apart."""
+        result = self.result
+        if result.error is not None:
+            return False
+        if isinstance(result, KernelResult):
+            return formulas.noisy(result.median_s, result.spread_s)
+        return bool(result.images_per_s and result.spread) and formulas.noisy(
+            result.images_per_s, result.spread or 0.0
+        )
+
+    @property
+    def implausible(self) -> bool:
+        """A scaling efficiency above what the hardware can give: shown flagged."""
+        efficiency = self.value("efficiency")
+        return efficiency is not None and efficiency > formulas.IMPLAUSIBLE_EFFICIENCY
+
+    def missing(self, metric: Metric) -> str:
+        """Why a figure is absent, in a few words."""
+        result = self.result
+        if result.error is not None:
+            return "error"
+        if metric == "per_watt" and isinstance(result, KernelResult):
+            if result.energy_j is None:
+                return "no energy run"
+            return "too short"
+        return "–"
+
     def reference_ratio(self) -> float | None:
         result = self.result
         if result.error is not None:
@@ -76,6 +107,11 @@ class Row:
     kind: Literal["kernel", "model"]
     order: int
     cells: dict[str, Cell] = field(default_factory=dict)
+
+    def noisy(self, column: str, baseline: str) -> bool:
+        """Whether the ratio in `column` rests on a noisy figure (its own or the baseline's)."""
+        cells = [self.cells.get(column), self.cells.get(baseline)]
+        return any(cell is not None and cell.noisy for cell in cells)
 
     def ratio(self, column: str, baseline: str, metric: Metric) -> float | None:
         """This row's figure in `column` over the baseline's: another column, or REFERENCE."""

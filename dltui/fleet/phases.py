@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dltui.plans import formulas
 from dltui.protocol.messages import (
     GpuSample,
     JobEnd,
@@ -150,12 +151,18 @@ class Phase:
 
     @property
     def per_watt(self) -> float | None:
-        """TFLOP/s per W for a compute kernel, images/s per W for a training run."""
+        """TFLOP/s per W for a compute kernel, from the energy its worker read across a
+        sustained run (a case of milliseconds is far shorter than the telemetry's samples);
+        images/s per W for a training run, from the energy over its timed steps."""
         result, watts = self.result, self.watts
-        if result is None or watts is None or result.error is not None:
+        if result is None or result.error is not None:
             return None
-        rate = result.tflops if isinstance(result, KernelResult) else result.images_per_s
-        return rate / watts if rate is not None else None
+        if isinstance(result, KernelResult):
+            return formulas.kernel_per_watt(result.tflops, result.median_s, result.sustained_s,
+                                            result.energy_j, result.energy_s)  # fmt: skip
+        if watts is None or result.images_per_s is None:
+            return None
+        return result.images_per_s / watts
 
     @property
     def tflops_per_watt(self) -> float | None:

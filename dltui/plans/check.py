@@ -7,8 +7,10 @@ import math
 import os
 import re
 
+from dltui.errors import UsageError
 from dltui.plans.names import (
     DEVICES,
+    FILLS,
     FRAMEWORKS,
     KINDS,
     MAX_BATCH,
@@ -23,13 +25,16 @@ from dltui.plans.names import (
     MODELS,
     PRECISIONS,
     SHAPE_SETS,
+    TUNINGS,
 )
+from dltui.protocol.errors import quote
 from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 
+MAX_PROBLEMS = 6
 _HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
 
 
-class PlanError(ValueError):
+class PlanError(UsageError):
     """A plan that names something unknown or asks for something absurd."""
 
 
@@ -38,15 +43,17 @@ def check_plan(plan: Plan) -> Plan:
     problems = _model_problems(plan) if isinstance(plan, ModelPlan) else _kernel_problems(plan)
     if plan.cluster is not None:
         problems += _cluster_problems(plan)
-    if problems:
-        raise PlanError("; ".join(problems))
+    if problems:  # a few, then how many more: 5,000 bad names make no 5,000-part line
+        more = len(problems) - MAX_PROBLEMS
+        tail = f"; and {more:,} more" if more > 0 else ""
+        raise PlanError("; ".join(problems[:MAX_PROBLEMS]) + tail)
     return plan
 
 
 def _unknown(what: str, values: list[str], allowed: tuple[str, ...]) -> list[str]:
     """A problem for each of `values` that is not one of `allowed`."""
     choices = ", ".join(allowed)
-    return [f"unknown {what} {value!r} (one of: {choices})" for value in values
+    return [f"unknown {what} {quote(value)} (one of: {choices})" for value in values
             if value not in allowed]  # fmt: skip
 
 
@@ -57,6 +64,8 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
         *_unknown("device", [plan.device], DEVICES),
         *_unknown("kernel", plan.kinds, KINDS),
         *_unknown("precision", plan.precisions, PRECISIONS),
+        *_unknown("tuning", [plan.tuning], TUNINGS),
+        *_unknown("fill", [plan.fill], FILLS),
     ]
     if not plan.kinds:
         problems.append("no kernel kinds")
@@ -116,7 +125,7 @@ def _model_problems(plan: ModelPlan) -> list[str]:
         problems.append("a time-to-accuracy run needs both data_dir and target_accuracy")
     folder = plan.data_dir
     if folder is not None and not (os.path.isabs(folder) and "\0" not in folder):
-        problems.append(f"data_dir must be an absolute path on the agent, got {plan.data_dir!r}")
+        problems.append(f"data_dir must be an absolute path on the agent, got {quote(folder)}")
     within("target_accuracy", plan.target_accuracy, 0.01, 1.0)
     if plan.cluster is not None and len(plan.gpus) != 1:
         problems.append("a run across servers has one GPU count per server, not a sweep")
@@ -135,9 +144,9 @@ def _cluster_problems(plan: Plan) -> list[str]:
     for peer in role.peers:
         host, _, port = peer.rpartition(":")
         if not (_HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536):
-            problems.append(f"worker address {peer!r} is not HOST:PORT")
+            problems.append(f"worker address {quote(peer)} is not HOST:PORT")
     if not _HOST.fullmatch(role.master_addr):
-        problems.append(f"rendezvous host {role.master_addr!r} is not a host name or address")
+        problems.append(f"rendezvous host {quote(role.master_addr)} is not a host name or address")
     if not 0 < role.master_port < 65536:
         problems.append(f"rendezvous port must be 1-65535, got {role.master_port}")
     if not 0 < role.world <= MAX_GPUS:

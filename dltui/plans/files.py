@@ -4,12 +4,15 @@ written."""
 from __future__ import annotations
 
 import os
-import tomllib
 
 from dltui.plans.check import PlanError, check_plan
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 from dltui.protocol.validate import build
+from dltui.userfiles import FileProblem, listing, load_toml
+
+MAX_PLAN_BYTES = 64 << 10
+"""A plan is a few lines; a bigger file is refused before it is parsed."""
 
 TABLES: dict[str, type[KernelPlan] | type[ModelPlan]] = {"kernels": KernelPlan, "models": ModelPlan}
 
@@ -29,16 +32,12 @@ def load_plans(path: str | os.PathLike[str]) -> list[Plan]:
     gpus = [1, 2, 4, 8]
     """
     try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as exc:
-        raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"plan {path} is not valid TOML: {exc}") from exc
+        document = load_toml(path, "plan", MAX_PLAN_BYTES)
+    except FileProblem as exc:
+        raise PlanError(str(exc)) from None
     strays = sorted(set(document) - set(TABLES))
     if strays:
-        names = ", ".join(strays)
-        raise PlanError(f"plan {path}: unknown tables {names} (use [kernels], [models])")
+        raise PlanError(f"plan {path}: unknown tables {listing(strays)} (use [kernels], [models])")
     if not document:
         raise PlanError(f"plan {path} has no [kernels] or [models] table")
     return [_plan_from_table(path, name, table) for name, table in document.items()]
@@ -53,10 +52,10 @@ def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> 
     allowed = {key for key in cls.__dataclass_fields__ if key != "cluster"}
     unknown = sorted({renames.get(key, key) for key in table} - allowed)
     if unknown:
-        raise PlanError(f"plan {path} [{name}]: unknown keys {', '.join(unknown)}")
+        raise PlanError(f"plan {path} [{name}]: unknown keys {listing(unknown)}")
     fields = {renames.get(key, key): value for key, value in table.items()}
     try:
         plan = build(cls, fields, name)
     except ProtocolError as exc:
-        raise PlanError(f"plan {path}: {exc}") from exc
+        raise PlanError(f"plan {path}: {exc}") from None
     return check_plan(plan)

@@ -65,12 +65,47 @@ def allreduce_busbw(algbw: float, ranks: int) -> float:
     return algbw * 2.0 * (ranks - 1) / ranks if ranks > 1 else algbw
 
 
+# --- per watt ----------------------------------------------------------------------------------
+
+MIN_ENERGY_WINDOW_S = 0.3
+"""The energy counter moves in steps (every 100 ms on the H200); joules between two of its
+updates at least this far apart give the power to ~2%. Less: "too short", not a number."""
+
+
+def watts(energy_j: float | None, energy_s: float | None) -> float | None:
+    """Mean power over a span of the energy counter long enough to trust, else None."""
+    if energy_j is None or energy_s is None or energy_s < MIN_ENERGY_WINDOW_S:
+        return None
+    return energy_j / energy_s
+
+
+def kernel_per_watt(
+    tflops: float | None,
+    median_s: float,
+    sustained_s: float | None,
+    energy_j: float | None,
+    energy_s: float | None,
+) -> float | None:
+    """TFLOP/s per watt of a kernel, from its sustained run: the rate it ran at there (the
+    timed rate scaled by median ÷ sustained time) over the power the counter read across it.
+    None where the case had no sustained run or the counter's span was too short."""
+    power = watts(energy_j, energy_s)
+    if tflops is None or power is None or not sustained_s or not median_s:
+        return None
+    return tflops * median_s / sustained_s / power
+
+
 # --- scaling -----------------------------------------------------------------------------------
 
 
 def scaling_efficiency(throughput_n: float, throughput_1: float, n: int) -> float:
     """Throughput on N ÷ (N × throughput on 1): 1.0 is perfect scaling."""
     return throughput_n / (n * throughput_1)
+
+
+IMPLAUSIBLE_EFFICIENCY = 1.05
+"""Above this, scaling "beats" perfect: a noisy baseline, or CPU processes sharing cores,
+more likely than the hardware. Shown flagged, never plain."""
 
 
 # --- statistics --------------------------------------------------------------------------------
@@ -85,3 +120,12 @@ def spread(times: Sequence[float]) -> float:
     tf_cnn_benchmarks reports its jitter."""
     centre = statistics.median(times)
     return 1.4826 * statistics.median(abs(t - centre) for t in times)
+
+
+NOISY_SPREAD = 0.05
+"""A figure whose spread exceeds this fraction of its median is shown dimmed, and a ratio
+made from it flagged: two servers cannot be told apart at that noise."""
+
+
+def noisy(centre: float, spread_: float) -> bool:
+    return centre > 0 and spread_ / centre > NOISY_SPREAD

@@ -9,6 +9,11 @@ KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
 """mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
 DEVICES = ("auto", "cuda", "cpu")
+FILLS = ("random", "zeros")
+"""random: normal values; zeros: DeepBench's 16-bit inputs, to compare with its figures."""
+TUNINGS = ("searched", "default")
+"""searched: the fastest algorithm and layout per pass (cudnnFind's way); default: the
+framework's own choice."""
 MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
 MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 """fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""

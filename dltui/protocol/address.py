@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from dltui.protocol.errors import quote
+
 DEFAULT_PORT = 7070
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
 """A DNS name, an ssh_config alias or an IPv4 address; never starting with "-"."""
@@ -13,27 +15,28 @@ HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
 def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple[str, int | None]:
     """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here."""
     text = text.strip()
+    bad = f"bad agent address {quote(text)}"
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):
-            raise ValueError(f"bad agent address {text!r}: expected [IPv6]:PORT")
+            raise ValueError(f"{bad}: expected [IPv6]:PORT")
         port_text = rest[1:]
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise ValueError(f"bad agent address {text!r}: {host!r} is not IPv6") from None
+            raise ValueError(f"{bad}: {quote(host)} is not IPv6") from None
     elif text.count(":") == 1:
         host, port_text = text.split(":")
     elif ":" not in text:
         host, port_text = text, ""
     else:
-        raise ValueError(f"bad agent address {text!r}: write IPv6 addresses as [ADDRESS]:PORT")
+        raise ValueError(f"{bad}: write IPv6 addresses as [ADDRESS]:PORT")
     if not host:
-        raise ValueError(f"bad agent address {text!r}: no host")
+        raise ValueError(f"{bad}: no host")
     if ":" not in host and not HOST_NAME.fullmatch(host):
-        raise ValueError(f"bad agent address {text!r}: {host!r} is not a host name or address")
+        raise ValueError(f"{bad}: {quote(host)} is not a host name or address")
     if not port_text:
         return host, default_port
-    if not port_text.isdigit() or not 0 <= int(port_text) < 65536:
-        raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
+    if not (port_text.isdigit() and len(port_text) <= 5) or not 0 <= int(port_text) < 65536:
+        raise ValueError(f"{bad}: port must be 1-65535")
     return host, int(port_text)

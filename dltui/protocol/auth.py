@@ -12,14 +12,17 @@ import hmac
 import os
 import secrets
 import stat
-from pathlib import Path
+
+from dltui.userfiles import FileProblem, read_bounded
 
 NONCE_SIZE = 32
 MIN_SECRET_SIZE = 16
+MAX_SECRET_FILE = 4096
+"""A secret is a line of random bytes; a bigger file is not one (and is never read)."""
 
 
 class SecretFileError(Exception):
-    """The secret file is missing, too short or readable by others."""
+    """The secret file is missing, not a small regular file, too short or readable by others."""
 
 
 def new_nonce() -> bytes:
@@ -39,18 +42,19 @@ def same(expected: bytes, given: bytes | None) -> bool:
 
 
 def load_secret(path: str | os.PathLike[str]) -> bytes:
-    """Read a secret file, refusing one that group or others can read."""
-    path = Path(path)
+    """Read a secret file: a small regular file that group and others cannot read, checked
+    before a byte of it is read."""
+
+    def private(status: os.stat_result) -> str | None:
+        if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            mode = stat.S_IMODE(status.st_mode)
+            return f"is accessible by others (mode {mode:04o}); run: chmod 600 {path}"
+        return None
+
     try:
-        mode = path.stat().st_mode
-        data = path.read_bytes().strip()
-    except OSError as exc:
-        raise SecretFileError(f"cannot read secret file {path}: {exc.strerror}") from exc
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SecretFileError(
-            f"secret file {path} is accessible by others (mode {stat.S_IMODE(mode):04o}); "
-            f"run: chmod 600 {path}"
-        )
+        data = read_bounded(path, "secret file", MAX_SECRET_FILE, private).strip()
+    except FileProblem as exc:
+        raise SecretFileError(str(exc)) from None
     if len(data) < MIN_SECRET_SIZE:
         raise SecretFileError(f"secret in {path} is shorter than {MIN_SECRET_SIZE} bytes")
     return data

@@ -18,7 +18,8 @@ from dltui.protocol.validate import build
 PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
 
 GpuState = Literal["ok", "lost", "error"]
-LinkStateName = Literal["connecting", "live", "offline", "auth_failed"]
+LinkStateName = Literal["connecting", "live", "offline", "auth_failed", "busy"]
+"""busy: the agent has no room now (its clients, or connections waiting to log in); retried."""
 JobState = Literal["done", "cancelled", "failed", "refused"]
 
 
@@ -131,9 +132,22 @@ class KernelPlan:
     """GPUs (or CPU processes) for all-reduce; 0: every local GPU, or 2 CPU processes."""
     warmup: int | None = None
     iterations: int | None = None
-    """None: DeepBench's counts (GEMM 400, conv 300, RNN 100), capped by `max_seconds`."""
+    """Timed iterations to cover at the least, within `max_seconds`; None: DeepBench's counts
+    (GEMM 400, conv 300, RNN 100). Short kernels run more: at least five samples of ~2 ms."""
     max_seconds: float = 2.0
     """Upper bound on the timed loop of one case, so a slow CPU still finishes."""
+    pad: bool = True
+    """16-bit GEMMs and convolutions padded to multiples of 8, as DeepBench pads them."""
+    tuning: str = "searched"
+    """"searched": the fastest algorithm and layout per pass, as cudnnFind finds them;
+    "default": the framework's own choice, what a user's code gets."""
+    fill: str = "random"
+    """"random": normal values; "zeros": all-zero inputs, as DeepBench's 16-bit runs have
+    (its half-precision fill truncates uniform [0, 1) floats to the integer 0). A GPU at its
+    power cap clocks higher on zeros: for comparing with DeepBench's figures only."""
+    energy: bool = False
+    """Run each compute case on, sustained, for ~0.6 s while the worker reads the GPU's energy
+    counter: per-watt figures, and the rate under sustained load."""
     timeout_s: float = 3600.0
     """The whole job; past it the worker is killed and the job fails."""
     cluster: ClusterRole | None = None
@@ -247,6 +261,27 @@ class KernelResult:
     """Our rate over the reference's (time ratio where the reference has no rate)."""
     error: str | None = None
     """This case failed (out of memory, unsupported precision): the others go on."""
+    method: str | None = None
+    """How it was timed: "graph" (CUDA graph replays), "batch" (back-to-back launches between
+    one pair of events), "each" (events around every iteration), "loop" (TensorFlow's device
+    loop); None in results from before methods were recorded."""
+    samples: int = 0
+    """Timed samples, each of `per_sample` iterations: the median and spread are over these."""
+    per_sample: int = 1
+    padded_shape: str | None = None
+    """The shape as timed, where padding changed it; rates count `shape`, as DeepBench's do."""
+    tuning: str | None = None
+    """"searched" or "default" (KernelPlan.tuning); None where nothing was tuned."""
+    layout: str | None = None
+    """The memory layout timed: "nchw" or "nhwc" for convolutions."""
+    fill: str = "random"
+    """The inputs' values: "random", or "zeros" (KernelPlan.fill)."""
+    energy_j: float | None = None
+    """Joules the GPU drew over `energy_s` seconds of a sustained run of the case (its energy
+    counter, between two of its updates), where the plan asked for energy."""
+    energy_s: float | None = None
+    sustained_s: float | None = None
+    """Seconds per iteration during that sustained run: a power cap shows as a longer time."""
 
 
 # --- messages ------------------------------------------------------------------------------

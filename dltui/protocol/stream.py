@@ -73,13 +73,15 @@ class MessageStream:
         return frame[HEADER_SIZE:]
 
     async def close(self) -> None:
-        if self.writer.is_closing():
-            return
-        self.writer.close()
+        """Close and wait until closed. The error that ended a connection (the peer is gone:
+        nothing left to flush) is dropped with its traceback: asyncio keeps it on the stream,
+        and its frames would keep whoever wrote to the stream alive, in a cycle."""
+        if not self.writer.is_closing():
+            self.writer.close()
         try:
             await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass  # the peer is already gone; nothing left to flush
+        except (ConnectionError, OSError) as exc:
+            exc.__traceback__ = None
 
 
 def claim_stdout() -> BinaryIO:

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, Union
 
-from dltui.protocol.errors import ProtocolError
+from dltui.protocol.errors import ProtocolError, quote
 
 Check = Callable[[Any], Any]
 
@@ -87,7 +87,7 @@ def _scalar(accepted: tuple[type, ...], name: str) -> Check:
 def _literal(allowed: tuple[Any, ...]) -> Check:
     def check(value: Any) -> Any:
         if type(value) is not str or value not in allowed:
-            raise _Invalid(f"{value!r} is not one of {allowed}")
+            raise _Invalid(f"{quote(value)} is not one of {allowed}")
         return value
 
     return check
@@ -117,7 +117,7 @@ def _dict(value_hint: Any) -> Check:
                 raise _Invalid(f"expected a map, got {_type_name(value)}")
             for key, item in value.items():
                 if type(key) is not str or type(item) not in numbers:
-                    raise _Invalid(f"expected str → number, got {key!r}: {item!r}")
+                    raise _Invalid(f"expected str → number, got {quote(key)}: {quote(item)}")
             return value
 
         return check_numbers
@@ -129,11 +129,11 @@ def _dict(value_hint: Any) -> Check:
         out = {}
         for key, item in value.items():
             if type(key) is not str:
-                raise _Invalid(f"map keys must be strings, got {key!r}")
+                raise _Invalid(f"map keys must be strings, got {quote(key)}")
             try:
                 out[key] = check_value(item)
             except _Invalid as exc:
-                raise exc.within(f"[{key!r}]") from None
+                raise exc.within(f"[{quote(key)}]") from None
         return out
 
     return check

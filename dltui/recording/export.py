@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import JobResult, ModelResult, Sample, Welcome, to_plain
 from dltui.recording.reader import RecordingReader
@@ -26,8 +27,8 @@ FORMATS = ("csv", "json", "parquet")
 TABLES = ("telemetry", "results", "models", "steps")
 
 
-class ExportError(Exception):
-    pass
+class TableExportError(UsageError):
+    """The tables cannot be written as asked: an unknown format, or one without its library."""
 
 
 def tables(path: Path) -> dict[str, list[dict]]:
@@ -92,7 +93,7 @@ def _sample_rows(
 def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
     """Write the tables of every recording; returns the rows of each table."""
     if fmt not in FORMATS:
-        raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+        raise TableExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     found: dict[str, list[dict]] = {name: [] for name in TABLES}
     for path in paths:
         for name, rows in tables(path).items():
@@ -111,7 +112,7 @@ def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError as exc:
-            raise ExportError("Parquet needs pyarrow: pip install pyarrow") from exc
+            raise TableExportError("Parquet needs pyarrow: pip install pyarrow") from exc
         out.mkdir(parents=True, exist_ok=True)
         for name, rows in found.items():
             pq.write_table(pa.Table.from_pylist(rows), out / f"{name}.parquet")

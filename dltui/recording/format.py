@@ -8,8 +8,11 @@
 Version 2 is what dltui writes; version 1 files (the first fixtures) are still read. In version
 1 every record stands alone with its own length and checksum, so a file cut at any byte, or with
 bytes flipped, loses only what is damaged: the reader keeps every record before a torn tail and
-skips a record whose checksum fails. A recording read from disk is untrusted input: records use
-the wire's limits. Described for people in docs/recording-format.md.
+skips a record whose checksum fails. A record's body is a msgpack array of three, so its first
+byte is always 0x93: eight zero bytes (length 0, and the CRC-32 of nothing is 0) are no record,
+and a zeroed block is one stretch of damage, not hundreds of empty records. A recording read
+from disk is untrusted input: records use the wire's limits. Described for people in
+docs/recording-format.md.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import msgpack
 
+from dltui.errors import UsageError
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, decode_body
 from dltui.protocol.messages import Message, from_wire, to_wire
@@ -31,10 +35,12 @@ VERSION = 2
 _PREAMBLE = struct.Struct(">8sHII")  # magic, version, header length, header crc32
 _RECORD = struct.Struct(">II")  # body length, body crc32
 MAX_RECORD = MAX_FRAME + 4096  # a frame plus its time and source
+_START = b"\x93"
+"""msgpack's array of three, [received, source, message]: how every version 1 body begins."""
 MAX_HEADER = 1 << 20
 
 
-class RecordingError(Exception):
+class RecordingError(UsageError):
     """Not a recording, a newer format, or a header that does not check out."""
 
 
@@ -145,11 +151,14 @@ class RecordDecoder:
                 break
             length, crc = _RECORD.unpack_from(self.buffer)
             end = _RECORD.size + length
-            if length <= MAX_RECORD and len(self.buffer) < end and not final:
-                break  # wait for the rest of this record
             if length > MAX_RECORD:
                 self._skip(1, f"implausible record length {length}")
                 continue
+            if length == 0 or self.buffer[_RECORD.size : _RECORD.size + 1] not in (b"", _START):
+                self._skip(1, "no record here")  # zeros, say: no body starts with 0x00
+                continue
+            if len(self.buffer) < end and not final:
+                break  # wait for the rest of this record
             if len(self.buffer) < end:
                 self._skip(1, "file ends inside a record")
                 continue

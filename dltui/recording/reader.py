@@ -9,6 +9,7 @@ costs is the rest of its stretch, docs/recording-format.md).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -23,18 +24,24 @@ from dltui.recording.format import (
     RecordingError,
     decode_header,
 )
+from dltui.userfiles import FileProblem, open_regular
 
 CHUNK = 1 << 20
+MAX_RECORDING = 1 << 40
+"""1 TiB: a day of 64 eight-GPU servers is a few GB. Reading streams (version 1 replays read
+the file whole, but only dltui's first releases wrote version 1)."""
 
 
 class RecordingReader:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            with open(self.path, "rb") as file:
+            with open_regular(self.path, "recording", MAX_RECORDING) as file:
                 start = file.read(MAX_HEADER + 64)
+        except FileProblem as exc:
+            raise RecordingError(str(exc)) from None
         except OSError as exc:
-            raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from exc
+            raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from None
         self.header, self.version, self.first = decode_header(start)
         self.damage: list[Damage] = []
 
@@ -128,9 +135,27 @@ def damage_report(path: Path, damage: list[Damage]) -> str | None:
     return f"{path}: damaged, every good record kept; {describe_damage(damage)}"
 
 
+SHOWN = 3
+"""Byte ranges and reasons a damage line names before it counts the rest."""
+
+
 def describe_damage(damage: list[Damage]) -> str:
-    """One line for people: where each damaged stretch starts and how much it cost."""
-    return "; ".join(
-        f"at byte {d.offset}: {d.reason}" + (f" ({d.skipped} bytes skipped)" if d.skipped else "")
-        for d in damage
-    )
+    """One short line for people however much is damaged: how many places, where (the first
+    byte ranges), how many bytes were passed over, and why."""
+    ranges: list[list[int]] = []
+    for start, end in sorted((d.offset, d.offset + d.skipped) for d in damage):
+        if ranges and start <= ranges[-1][1]:
+            ranges[-1][1] = max(ranges[-1][1], end)
+        else:
+            ranges.append([start, end])
+    where = ", ".join(f"{a:,}–{b:,}" if b > a else f"{a:,}" for a, b in ranges[:SHOWN])
+    if len(ranges) > SHOWN:
+        where += f" and {len(ranges) - SHOWN:,} more"
+    lost = sum(b - a for a, b in ranges)
+    reasons = Counter(d.reason for d in damage).most_common()
+    why = ", ".join(f"{reason} (×{count:,})" if count > 1 else reason
+                    for reason, count in reasons[:SHOWN])  # fmt: skip
+    if len(reasons) > SHOWN:
+        why += f" and {len(reasons) - SHOWN:,} other reasons"
+    places = f"{len(damage):,} damaged place" + ("s" if len(damage) > 1 else "")
+    return f"{places} at bytes {where}, {lost:,} bytes passed over: {why}"

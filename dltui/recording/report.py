@@ -21,6 +21,7 @@ from dltui.formatting import (
     fmt_duration,
     fmt_rate,
     images_text,
+    method_text,
     model_what,
     percent,
     rate_text,
@@ -36,8 +37,11 @@ from dltui.recording.reader import RecordingReader
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
         "used; cases shorter than a sampling interval (0.1 s, GPM 0.5 s) have few or none. "
         "Power is the energy counter's where it moved twice inside the case, else the sampled "
-        "power. Efficiency is images/s over N times the same server's one-GPU figure "
-        "(one-server figure across servers).")  # fmt: skip
+        "power. A kernel's TFLOP/s per W comes from the energy its worker read across a "
+        "sustained run (dltui bench kernels --energy), never from a case's own milliseconds; "
+        "± is the spread, 'timed' how (graph: CUDA graph replays). Efficiency is images/s "
+        "over N times the same server's one-GPU figure (one-server figure across "
+        "servers).")  # fmt: skip
 
 
 @dataclass
@@ -90,20 +94,22 @@ def servers_table(sessions: list[Session]) -> list[list[str]]:
 
 
 def results_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "case", "pass", "prec", "median", "rate", "vs V100", "power",
-             "TFLOP/s per W", "util", "tensor", "NVLink"]]  # fmt: skip
+    rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "rate", "vs V100",
+             "power", "TFLOP/s per W", "util", "tensor", "NVLink"]]  # fmt: skip
     for session in sessions:
         for phase in session.kernel_phases():
             r, t = phase.result, phase.telemetry
             assert isinstance(r, KernelResult)
             if r.error is not None:
                 rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                             "error", r.error, "", "", "", "", "", ""])  # fmt: skip
+                             "error", r.error, "", "", "", "", "", "", "", ""])  # fmt: skip
                 continue
             per_watt, watts = phase.tflops_per_watt, phase.watts
+            spread = r.spread_s / r.median_s if r.median_s else 0.0
             rows.append([
                 session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                fmt_duration(r.median_s), rate_text(r), ratio_text(r),
+                fmt_duration(r.median_s), f"{spread:.1%}", method_text(r), rate_text(r),
+                ratio_text(r),
                 _cell(watts, f"{watts or 0:.0f} W"),
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),

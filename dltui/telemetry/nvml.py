@@ -433,6 +433,26 @@ class NvmlGateway:
                               for p, m in zip(found, memory, strict=True)]  # fmt: skip
         return out
 
+    # --- for the benchmark worker --------------------------------------------------------------
+
+    def index_of(self, uuid: str) -> int | None:
+        """The NVML index of the GPU with this UUID ("GPU-…", or without the prefix, as CUDA
+        prints it): CUDA's numbering follows CUDA_VISIBLE_DEVICES, NVML's does not."""
+        wanted = uuid.removeprefix("GPU-").lower()
+        for dev in self._devices:
+            if wanted and dev.info.uuid.removeprefix("GPU-").lower() == wanted:
+                return dev.index
+        return None
+
+    def energy_joules(self, index: int) -> float | None:
+        """The GPU's cumulative energy counter in joules, or None where NVML cannot give it.
+        A blocking read (~3 ms on the H200): for the worker's case boundaries, not a tick."""
+        dev = self._devices[index]
+        if dev.state != "ok":
+            return None
+        millijoules = self._quiet("nvmlDeviceGetTotalEnergyConsumption", dev.handle)
+        return millijoules / 1000 if millijoules is not None else None
+
     # --- errors ------------------------------------------------------------------------------
 
     def _call(self, name: str, *args: Any) -> Any:

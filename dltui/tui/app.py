@@ -1,12 +1,14 @@
-"""The Textual app: connections in, fleet state in the middle, columns redrawn on a timer.
+"""The Textual app: a client session in, fleet state in the middle, columns redrawn on a timer.
 
 Frames update the `Fleet` as they arrive (a few appends each); each column is redrawn at
 `REDRAW_HZ` and only when `Fleet.version` moved, never once per sample: 64 servers at 10 Hz
 would otherwise spend the event loop on painting. The columns take turns (`STAGGER`), so no
 single frame paints them all and a key press never waits long for one.
 
-From the server view a user opens the launcher (`b`), the results (`v`) and a server's detail
-(`d`); a run started in the launcher is a `BenchmarkRun` that the app feeds every frame.
+Each connection runs as a Textual worker (group "connections"), a benchmark run as another.
+The fleet and, while recording, the recorder are sinks of the session. From the server view a
+user opens the launcher (`b`), which returns the run to start; the run's progress (`b` again
+while there is one), the results (`v`) and a server's detail (`d`).
 """
 
 from __future__ import annotations
@@ -19,37 +21,37 @@ from typing import ClassVar
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input
 
 from dltui import version
-from dltui.client.connection import AgentConnection
+from dltui.client.session import ClientSession
 from dltui.client.target import Target
-from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import fmt_bytes
-from dltui.protocol.messages import Link, Message, Welcome
+from dltui.plans.check import PlanError
+from dltui.protocol.messages import Link
 from dltui.recording.format import Header as RecordingHeader
 from dltui.recording.writer import RecordingWriter
-from dltui.tui.plans import Launch
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.help import HelpScreen
-from dltui.tui.screens.launcher import LauncherScreen
+from dltui.tui.screens.launcher import LauncherScreen, Start
+from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import ServerStrip
 
 REDRAW_HZ = 2.0  # as often as a sparkline cell (0.5 s) moves on
 STAGGER = 4  # columns redraw in this many turns of a redraw period
-STOP_TIMEOUT = 5.0  # a local agent gets 3 s to exit before it is killed; allow for that
 MAIN_SCREEN_ACTIONS = ("detail", "filter", "record", "help")
 THEMES = ("textual-dark", "textual-light")
 """What `t` switches between; the palette (ctrl+p, "theme") offers every Textual theme."""
 
 
 class DltuiApp(App[None]):
-    """Servers side by side, one column each; the app owns the fleet and the connections."""
+    """Servers side by side, one column each; the app owns the fleet and the session."""
 
     TITLE = "dltui"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
@@ -65,31 +67,22 @@ class DltuiApp(App[None]):
         Binding("r", "record", "Record"),
     ]
 
-    def __init__(self, fleet: Fleet, connections: list[AgentConnection]) -> None:
+    name_filter: reactive[str] = reactive("", init=False)
+    """Show only the servers whose name or address holds this (any case)."""
+
+    def __init__(self, fleet: Fleet, session: ClientSession) -> None:
         super().__init__()
         self.fleet = fleet
-        self.connections = connections
+        self.session = session
+        session.subscribe(fleet.apply)
         self.strip = ServerStrip()
-        self._tasks: list[asyncio.Task[None]] = []
         self._drawn_version = -1
         self._turn = 0
         self.recorder: RecordingWriter | None = None
         self._summary = ""
-        self._welcomes: dict[str, Welcome] = {}
-        self.bench_run: BenchmarkRun | None = None
-        self.name_filter = ""
         self._filtered: tuple[str, int] = ("", 0)
-
-    def receive(self, source: str, message: Message) -> None:
-        """Every frame from every connection: into the fleet, to the recorder if on, and to
-        the run in progress (its campaign learns how its jobs go from them)."""
-        self.fleet.apply(source, message)
-        if isinstance(message, Welcome):
-            self._welcomes[source] = message  # a recording started later begins with these
-        if self.recorder is not None:
-            self.recorder.write(source, message)
-        if self.bench_run is not None:
-            self.bench_run.observe(source, message)
+        self.bench_run: BenchmarkRun | None = None
+        """The run started from the launcher, until the user starts a new one."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -97,31 +90,20 @@ class DltuiApp(App[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        for connection in self.connections:
-            task = asyncio.create_task(connection.run(), name=f"agent {connection.source}")
-            task.add_done_callback(lambda task, source=connection.source: self._ended(source, task))
-            self._tasks.append(task)
+        for connection in self.session.connections:
+            self.run_worker(
+                self.session.run_connection(connection),
+                name=f"agent {connection.source}",
+                group="connections",
+            )
         await self.redraw()
         self.set_interval(1 / (REDRAW_HZ * STAGGER), self.redraw)
 
     async def on_unmount(self) -> None:
-        """Stop every connection, so a spawned local agent sees its stdin close and exits."""
+        """Close the session, so a spawned local agent sees its stdin close and exits."""
         if self.recorder is not None:
             self.recorder.close()
-        await asyncio.gather(*(connection.stop() for connection in self.connections))
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
-            for task in pending:  # asleep in a reconnect back-off
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-
-    def _ended(self, source: str, task: asyncio.Task[None]) -> None:
-        """A connection that dies of a bug must not leave its column claiming 'live'."""
-        if task.cancelled() or task.exception() is None:
-            return
-        error = task.exception()
-        self.log.error(f"connection to {source} failed", error)
-        self.fleet.apply(source, Link("offline", time.time(), f"client error: {error!r}"))
+        await self.session.close()
 
     async def redraw(self) -> None:
         fleet = self.fleet
@@ -150,7 +132,7 @@ class DltuiApp(App[None]):
         words = [f"{count} server{'s' if count != 1 else ''}"]
         states = fleet.summary()
         words.append(f"{states.get('live', 0)} live")
-        for state in ("connecting", "offline", "auth_failed"):
+        for state in ("connecting", "busy", "offline", "auth_failed"):
             if states.get(state):
                 words.append(f"{states[state]} {state.replace('_', ' ')}")
         if self.name_filter:
@@ -165,9 +147,6 @@ class DltuiApp(App[None]):
         done = sum(p.fraction for p in run.progress(self.fleet)) / max(len(run.members), 1)
         how = f" {done:.0%}" if run.state == "running" else ""
         return f" · ▶ {run.words()}{how}"
-
-    def server_names(self) -> dict[str, str]:
-        return server_names(self.fleet)
 
     # --- filter ------------------------------------------------------------------------------
 
@@ -187,8 +166,10 @@ class DltuiApp(App[None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self.name_filter = event.value.strip()
-            self._apply_filter()
-            self._summary = self._fleet_words()
+
+    def watch_name_filter(self) -> None:
+        self._apply_filter()
+        self._summary = self._fleet_words()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -217,24 +198,27 @@ class DltuiApp(App[None]):
     # --- screens -----------------------------------------------------------------------------
 
     def action_launch(self) -> None:
-        if not self.connections:
+        """The launcher's form, or the progress of the run it started."""
+        if not self.session.connections:
             self.notify("benchmarks run on live agents; a replay shows what was recorded")
-            return
-        self.push_screen(LauncherScreen())
+        elif self.bench_run is None:
+            self.push_screen(LauncherScreen(self.fleet), self._start)
+        else:
+            self.push_screen(ProgressScreen(self.bench_run, self.fleet), self._after_progress)
 
     def action_results(self) -> None:
         if not isinstance(self.screen, ResultsScreen):
-            self.push_screen(ResultsScreen())
+            self.push_screen(ResultsScreen(self.fleet))
 
     def action_detail(self) -> None:
         server = self._current_server()
         if server is None:
             self.notify("no server to show yet")
             return
-        self.push_screen(DetailScreen(server))
+        self.push_screen(DetailScreen(server, self.fleet))
 
     def on_server_header_selected(self, event: ServerHeader.Selected) -> None:
-        self.push_screen(DetailScreen(event.server))
+        self.push_screen(DetailScreen(event.server, self.fleet))
 
     def _current_server(self) -> ServerView | None:
         """The server whose column holds the focus, else the leftmost one in view."""
@@ -254,33 +238,48 @@ class DltuiApp(App[None]):
 
     # --- benchmark runs ----------------------------------------------------------------------
 
-    def start_run(self, launch: Launch, sources: list[str]) -> BenchmarkRun:
-        """Start the launch's plans on these servers; RuntimeError when one is not live."""
+    def _start(self, start: Start | None) -> None:
+        """What the launcher returned: a run to start, and its progress to show."""
+        if start is None:
+            return
+        try:
+            self.start_run(start)
+        except (PlanError, RuntimeError) as exc:
+            self.notify(f"the run could not start: {exc}", severity="error")
+            return
+        self.action_launch()
+
+    def _after_progress(self, next_step: Next | None) -> None:
+        if next_step == "new":
+            self.bench_run = None
+            self.action_launch()
+        elif next_step == "results":
+            self.action_results()
+
+    def start_run(self, start: Start) -> BenchmarkRun:
+        """Start the launch's plans on these servers; RuntimeError when one is not live or a
+        run is going, PlanError when a plan cannot run on them."""
         if self.bench_run is not None and self.bench_run.state == "running":
             raise RuntimeError("a run is already going: cancel it (x) or wait for it")
-        by_source = {connection.source: connection for connection in self.connections}
+        by_source = {connection.source: connection for connection in self.session.connections}
         members = []
-        for source in sources:
+        for source in start.sources:
             connection = by_source.get(source)
             if connection is None or connection.state != "live" or connection.welcome is None:
                 raise RuntimeError(f"{source} is not live")
             members.append(connection)
-        run = BenchmarkRun(launch, members)
+        launch = start.launch
+        run = BenchmarkRun(launch.plans, members, description=launch.description)
         self.bench_run = run
-        task = asyncio.create_task(self._run(run), name="benchmark run")
-        self._tasks.append(task)
+        self.run_worker(self._run(run), name="benchmark run", group="benchmark")
         return run
 
     async def _run(self, run: BenchmarkRun) -> None:
-        try:
-            state = await run.run()
-        except (ValueError, RuntimeError) as exc:  # a layout the campaign refuses
-            run.state = "failed"
-            run.failures.append(str(exc))
-            self.notify(f"the run could not start: {exc}", severity="error")
-            return
+        state = await self.session.run_plans(run)
+        for screen in self.screen_stack:  # nothing left to cancel, on the main screen's footer
+            screen.refresh_bindings()  # too, which shows under the run's progress
         severity = "information" if state == "done" else "warning"
-        self.notify(f"{run.launch.description}: {state} — press v for the results",
+        self.notify(f"{run.description}: {state} — press v for the results",
                     severity=severity, timeout=10)  # fmt: skip
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -289,7 +288,7 @@ class DltuiApp(App[None]):
         if action == "cancel_run":
             return self.bench_run is not None and self.bench_run.state == "running"
         if action == "launch":
-            return bool(self.connections)
+            return bool(self.session.connections)
         if action in MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]
         return True
@@ -312,25 +311,41 @@ class DltuiApp(App[None]):
         """Start or stop recording every frame to dltui-DATE-TIME.dlrec here."""
         if self.recorder is not None:
             recorder, self.recorder = self.recorder, None
+            self.session.unsubscribe(recorder.write)
             recorder.close()
             self.sub_title = self._summary
             self.notify(f"recorded {recorder.records} frames to {recorder.path}")
             return
         now = time.time()
         path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime(now)))
-        sources = {connection.source: connection.target.label for connection in self.connections}
+        connections = self.session.connections
+        sources = {connection.source: connection.target.label for connection in connections}
+        loop = asyncio.get_running_loop()
         try:
             header = RecordingHeader(version(), now, sources)
-            self.recorder = RecordingWriter(path, header)
+            recorder = RecordingWriter(
+                path, header, lambda why: loop.call_soon_threadsafe(self._recording_failed, why)
+            )
         except OSError as exc:
             self.notify(f"cannot record to {path}: {exc.strerror}", severity="error")
             return
-        for source, welcome in self._welcomes.items():  # who the servers are, then how they are
-            self.recorder.write(source, welcome, now)
+        for source, welcome in self.session.welcomes().items():  # who they are, then how
+            recorder.write(source, welcome, now)
         for source, server in self.fleet.servers.items():
             link = Link(server.link, now, server.link_detail, server.rtt, server.offset)
-            self.recorder.write(source, link, now)
+            recorder.write(source, link, now)
+        self.recorder = recorder
+        self.session.subscribe(recorder.write)
         self.notify(f"recording to {path}")
+
+    def _recording_failed(self, failure: str) -> None:
+        """A write failed (a full disk, a file system gone read-only): the recording stopped."""
+        recorder = self.recorder
+        if recorder is not None and recorder.failure == failure:
+            self.recorder = None
+            self.session.unsubscribe(recorder.write)
+            recorder.close()
+        self.notify(failure, title="recording stopped", severity="error", timeout=60)
 
 
 def create_app(
@@ -338,9 +353,7 @@ def create_app(
 ) -> DltuiApp:
     """The app for these agents; the CLI runs it, tests drive it with Pilot."""
     fleet = Fleet()
-    app = DltuiApp(fleet, [])
-    for target in targets:
-        fleet.add(target.label)  # a column in 'connecting' before the first frame
-        connection = AgentConnection(target, app.receive, secret=secret, rate_hz=rate_hz)
-        app.connections.append(connection)
-    return app
+    session = ClientSession(targets, secret, rate_hz)
+    for connection in session.connections:
+        fleet.add(connection.source)  # a column in 'connecting' before the first frame
+    return DltuiApp(fleet, session)

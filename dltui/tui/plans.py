@@ -1,7 +1,7 @@
 """The launcher's built-in plans, and how a choice on its form becomes plans to run.
 
 Free of Textual: the form's values go in, `dltui.protocol` plans and the way to run them come
-out, checked by the same rules as `dltui bench` (a bad choice is a ValueError in words).
+out, checked by the same rules as `dltui bench` (a bad choice is a PlanError in words).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dltui.client.campaign import check_layout, is_across
-from dltui.plans.check import check_plan
+from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
 from dltui.plans.names import MODELS
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
@@ -74,9 +74,9 @@ def _kernel_precision(choice: Choice, inventories: list[Inventory]) -> str:
 
 
 def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
-    """The plans this choice means for these servers; ValueError says what is wrong."""
+    """The plans this choice means for these servers; PlanError says what is wrong."""
     if not inventories:
-        raise ValueError("choose at least one live server")
+        raise PlanError("choose at least one live server")
     if choice.plan == "file":
         return _from_file(choice, len(inventories))
     kernels = KernelPlan(framework=choice.framework, device=choice.device,
@@ -95,12 +95,12 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
         plan = replace(models, models=list(MODELS))
     elif choice.plan == "scale_up":
         if len(inventories) != 1:
-            raise ValueError("a scale-up sweep runs on one server: choose exactly one")
+            raise PlanError("a scale-up sweep runs on one server: choose exactly one")
         plan = replace(models, gpus=sweep(inventories[0]))
     elif choice.plan == "scale_out":
         plan, across = replace(models, gpus=[0]), True
     else:
-        raise ValueError(f"unknown plan {choice.plan!r}")
+        raise PlanError(f"unknown plan {choice.plan!r}")
     check_plan(plan)
     check_layout(plan, len(inventories), across)
     title = next(builtin.title for builtin in BUILTINS if builtin.key == choice.plan)
@@ -110,7 +110,7 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
 def _from_file(choice: Choice, servers: int) -> Launch:
     text = choice.plan_file.strip()
     if not text:
-        raise ValueError("name a plan file (TOML with [kernels] or [models])")
+        raise PlanError("name a plan file (TOML with [kernels] or [models])")
     path = Path(text).expanduser()
     plans = [(plan, is_across(plan, servers)) for plan in load_plans(path)]
     for plan, across in plans:

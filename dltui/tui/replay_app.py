@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header
 
+from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
 from dltui.recording.replay import ReplaySet, load_tracks
 from dltui.tui.app import DltuiApp
@@ -33,7 +34,7 @@ class ReplayApp(DltuiApp):
     ]
 
     def __init__(self, replay: ReplaySet) -> None:
-        super().__init__(replay.fleet, [])
+        super().__init__(replay.fleet, ClientSession([]))
         self.replay = replay
         self.bar = PositionBar(replay)
         self._last_tick = time.monotonic()

@@ -1,21 +1,13 @@
-"""A launched run: its plans, one `Campaign` after the other over the app's own connections.
-
-The campaign decides what runs where and learns how jobs go from the frames the app hands
-it, exactly as `dltui bench` and `dltui record` run plans; this only sequences the plans and
-says how far the run is, per server, from the fleet's view of each job.
-"""
+"""A run started from the launcher: the client's `PlanRun` over the app's own connections, and
+how far it is, per server, from the fleet's view of each job, for the progress screen and the
+title line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
-from dltui.client.campaign import Campaign, Member, worst
+from dltui.client.plan_run import PlanRun
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import JobState, Message
-from dltui.tui.plans import Launch
-
-RunState = JobState | Literal["running"]
 
 
 @dataclass
@@ -28,55 +20,18 @@ class ServerProgress:
     """running, waiting (for its part of a later step), or how its last job ended."""
 
 
-@dataclass
-class BenchmarkRun:
-    launch: Launch
-    members: list[Member]
-    state: RunState = "running"
-    campaign: Campaign | None = None
-    index: int = 0
-    """Which of the launch's plans is running (or ran last)."""
-    failures: list[str] = field(default_factory=list)
-    cancelled: bool = False
-
-    def observe(self, source: str, message: Message) -> None:
-        if self.campaign is not None:
-            self.campaign.observe(source, message)
-
-    async def run(self) -> RunState:
-        """Each plan in turn; a plan that does not end `done` stops the rest."""
-        states: list[JobState] = []
-        for index, (plan, across) in enumerate(self.launch.plans):
-            self.index = index
-            if self.cancelled:
-                break
-            self.campaign = campaign = Campaign(plan, list(self.members), across)
-            states.append(await campaign.run())
-            self.failures += campaign.failures()
-            if states[-1] != "done":
-                break
-        self.state = "cancelled" if self.cancelled and not states else worst(states)
-        return self.state
-
-    async def cancel(self) -> None:
-        self.cancelled = True
-        if self.campaign is not None:
-            await self.campaign.cancel()
-
-    def jobs(self) -> set[str]:
-        campaign = self.campaign
-        if campaign is None:
-            return set()
-        return {part.job for step in campaign.steps for part in step.parts if part.job}
+@dataclass(eq=False)
+class BenchmarkRun(PlanRun):
+    description: str = ""
+    """What the launcher called it: 'Quick kernels', a plan file's name."""
 
     def progress(self, fleet: Fleet) -> list[ServerProgress]:
         """Per member: how far its part of the current plan is."""
         found = []
-        campaign = self.campaign
         for member in self.members:
             source = member.source
-            parts = [] if campaign is None else [
-                part for step in campaign.steps for part in step.parts
+            parts = [
+                part for step in self.campaign.steps for part in step.parts
                 if part.member.source == source and part.job
             ]  # fmt: skip
             server = fleet.servers.get(source)
@@ -91,6 +46,6 @@ class BenchmarkRun:
 
     def words(self) -> str:
         """'Quick kernels: plan 1 of 2 · running' for the app's title line."""
-        plans = len(self.launch.plans)
+        plans = len(self.plans)
         where = f" · plan {self.index + 1} of {plans}" if plans > 1 else ""
-        return f"{self.launch.description}{where} · {self.state}"
+        return f"{self.description}{where} · {self.state}"

@@ -7,7 +7,9 @@ Not part of `make test` (atheris is not a dependency: it builds against libFuzze
     /tmp/fuzz/bin/python tests/fuzz/fuzz_frames.py --recording -max_total_time=60
 
 Any exception but the project's own (ProtocolError from the decoder; RecordingError for a file
-that is no recording) is a finding: atheris stops and writes the input to crash-*.
+that is no recording) is a finding: atheris stops and writes the input to crash-*. The file
+parsers (plans, configs, secrets, recordings, certificate paths) have hypothesis targets beside
+this one (file_targets.py), run by the suite and by benchmarks/fuzz_files.py.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def fuzz_recording(data: bytes) -> None:
     if data[:1] == b"\x00":
         data = HEADER + data[1:]
     try:
-        _, offset = decode_header(data)
+        _, _, offset = decode_header(data)
     except RecordingError:
         return
     decoder = RecordDecoder(offset)

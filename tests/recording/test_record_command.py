@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import time
 
@@ -100,6 +101,23 @@ def test_a_plan_runs_while_recording_and_ends_it(agent, tmp_path):
     (ended,) = [r.received for r in records if isinstance(r.message, JobEnd)]
     settling = [r for r in records if isinstance(r.message, Sample) and r.received > ended]
     assert settling and settling[-1].received - ended > 1.5
+
+
+def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
+    """The client session's one policy: the first failed attempt is the answer."""
+    plan = tmp_path / "nightly.toml"
+    plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\n')
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    path = tmp_path / "nobody.dlrec"
+    command = dltui_command("record", "-o", str(path), "--plan", str(plan), address)
+    began = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert time.monotonic() - began < 30
+    assert result.returncode == 2 and f"cannot reach {address}: connection refused" in result.stderr
+    _, records = records_of(path)  # what was seen is kept: the attempt and its failure
+    assert [r.message.state for r in records if isinstance(r.message, Link)][-1] == "offline"
 
 
 def test_a_bad_plan_file_is_a_clear_error(tmp_path):

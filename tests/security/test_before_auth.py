@@ -178,31 +178,6 @@ async def test_guessers_are_slowed_down_one_attempt_at_a_time(agent_factory, sec
     ]  # fmt: skip
 
 
-async def test_connections_past_the_limit_are_told_the_agent_is_busy(agent_factory):
-    from dltui.agent.server import MAX_SESSIONS
-
-    agent = agent_factory()
-    held = [await asyncio.open_connection("127.0.0.1", agent.port) for _ in range(MAX_SESSIONS)]
-    try:
-        for reader, _ in held:  # each is a session now: its hello has come
-            assert (await asyncio.wait_for(reader.read(4), 15))[:4]
-        frames = await frames_after(agent.port, b"")
-        assert [(f["type"], f.get("code")) for f in frames] == [("error", "busy")]
-    finally:
-        for _, writer in held:
-            writer.close()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 15
-    while True:  # room again once the agent has seen them go
-        try:
-            client, _ = await connect(agent.address)
-            break
-        except AuthError as exc:
-            assert "clients already" in str(exc) and loop.time() < deadline
-            await asyncio.sleep(0.05)
-    await client.close()
-
-
 async def test_a_client_of_the_unsealed_protocol_is_refused_by_version(agent_factory):
     agent = agent_factory()
     frames = await frames_after(agent.port, encode_frame(to_wire(Auth(1, "old", b"n" * 32))))

@@ -43,7 +43,7 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None)
         run = app.bench_run
-        assert run is not None and run.members == app.connections
+        assert run is not None and run.members == app.session.connections
         await wait_for_text(pilot, r"━+", timeout=30)  # a progress bar for the server
         await wait_until(pilot, lambda: run.state != "running", timeout=90)
         assert run.state == "done", run.failures

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dltui.fleet.compare import REFERENCE, ExportError, build, export
 from dltui.fleet.state import Fleet
+from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.recording.replay import ReplaySet, load_tracks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -36,7 +38,8 @@ def test_ratios_to_the_reference_and_to_another_column(comparison) -> None:
     assert row.ratio("h200x2-kernels", "cpu-kernels", "rate") is None  # the CPU never ran it
     cell = row.cells["h200x2-kernels"]
     assert cell.phase is not None and cell.phase.gpus() == {0}  # it ran on cuda:0
-    assert cell.value("per_watt") == pytest.approx(220.74 / cell.phase.watts, rel=1e-3)
+    # Recorded before kernels read their own energy: no per-watt, and the cell says why.
+    assert cell.value("per_watt") is None and cell.missing("per_watt") == "no energy run"
 
 
 def test_sorting_by_a_column_puts_missing_figures_last(comparison) -> None:
@@ -58,3 +61,28 @@ def test_export_csv_and_json_and_never_overwrite(comparison, tmp_path: Path) -> 
     with pytest.raises(ExportError, match=r"\.csv or a \.json"):
         export(comparison, REFERENCE, tmp_path / "r.xlsx")
     assert not (tmp_path / "r.xlsx").exists()
+
+
+def test_a_noisy_figure_dims_and_its_ratio_is_flagged() -> None:
+    from dltui.fleet.compare import Cell, Row
+    from dltui.tui.screens.results import cell_text
+
+    steady = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "1x1x1 NN", median_s=1e-4,
+                          spread_s=1e-6, tflops=500.0, iterations=400)  # fmt: skip
+    jumpy = replace(steady, spread_s=2e-5, tflops=550.0)  # 20% spread
+    row = Row(("k",), "gemm", "kernel", 0, {"a": Cell("a", steady), "b": Cell("b", jumpy)})
+    assert not row.cells["a"].noisy and row.cells["b"].noisy
+    plain, flagged = cell_text(row, "a", "b", "rate"), cell_text(row, "b", "a", "rate")
+    assert "±1.0% ×400" in plain.plain and plain.plain.endswith("0.91×?")  # against a noisy one
+    assert flagged.plain.endswith("1.10×?") and flagged.style == "dim"
+
+
+def test_an_efficiency_above_ideal_is_flagged_not_printed_plain() -> None:
+    from dltui.fleet.compare import Cell, Row
+    from dltui.plans.scaling import Scaling
+    from dltui.tui.screens.results import cell_text
+
+    run = ModelResult("alexnet", "torch", "cpu", "fp32", gpus=2, batch=8, images_per_s=310.0)
+    cell = Cell("cpu · 2 procs", run, scaling=Scaling(vs_one_gpu=1.55))
+    text = cell_text(Row(("m",), "alexnet", "model", 0, {"x": cell}), "x", "x", "efficiency")
+    assert text.plain == "155.0% ⚠ above ideal" and "yellow" in str(text.style)

@@ -11,7 +11,9 @@ import pytest
 
 import dltui
 
-HEADLESS = ("protocol", "plans", "telemetry", "bench", "agent", "client", "fleet", "recording")
+HEADLESS = (
+    "protocol", "plans", "telemetry", "bench", "agent", "client", "fleet", "recording", "commands",
+)  # fmt: skip
 
 
 ROOT = Path(dltui.__path__[0])

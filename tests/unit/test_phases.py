@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dltui.fleet.phases import PhaseTracker
@@ -45,7 +47,17 @@ def test_a_case_runs_from_a_new_done_to_its_result_over_the_gpu_it_used() -> Non
     assert (phase.start, phase.end, phase.result) == (0.5, 0.9, GEMM)
     assert phase.gpus() == {1}  # cuda:1 ran it; GPU 0 idled beside it
     assert phase.telemetry == {"power": 600.0, "util_gpu": 100.0, "pcie_tx": 1e9}
-    assert phase.per_watt == pytest.approx(1.0)
+    # A kernel's milliseconds are no span to read power over: no per-watt without the
+    # energy its worker measured across a sustained run.
+    assert phase.per_watt is None
+    measured = replace(GEMM, median_s=2e-4, energy_j=300.0, energy_s=0.5, sustained_s=2.5e-4)
+    tracker.observe("a", JobProgress("j", 1, 2, "gemm again"), 1.0)
+    tracker.observe("a", JobResult.of("j", measured), 1.1)
+    assert tracker.finished()[-1].per_watt == pytest.approx(GEMM.tflops / 1.25 / 600.0)
+    short = replace(measured, energy_s=0.1)  # under MIN_ENERGY_WINDOW_S: too short to trust
+    tracker.observe("a", JobProgress("j", 2, 3, "gemm short"), 1.2)
+    tracker.observe("a", JobResult.of("j", short), 1.3)
+    assert tracker.finished()[-1].per_watt is None
 
 
 def test_energy_counter_gives_the_power_of_a_long_phase() -> None:

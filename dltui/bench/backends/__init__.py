@@ -1,24 +1,26 @@
-"""Framework backends: each times one (case, pass, precision) and returns per-iteration seconds.
+"""Framework backends: each times one (case, pass, precision) on its device and says how.
 
 A backend module imports its framework inside its constructor, never at import time: the agent
 imports dltui.bench freely and must stay framework-free; only the worker builds a backend.
-What is shared lives here: the iteration budget and the wall-clock timed loop.
+What is shared lives here: the iteration budget and what a measurement carries.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from dltui.bench.shapes import Case
+from dltui.bench.timing import Budget, Timing
 from dltui.protocol.messages import KernelPlan
 
 DEEPBENCH_ITERATIONS = {"gemm": 400, "conv": 300, "rnn": 100, "bandwidth": 100}
 """DeepBench's timed calls per kernel (bandwidth: ours, a 1 GiB copy takes ~20 ms on PCIe)."""
+ENERGY_RUN_S = 0.6
+"""The sustained run a plan with energy adds to each compute case: room for two updates of
+the H200's energy counter (every 100 ms) at least 0.4 s apart, whatever its phase."""
 MIN_TIMED = 3
-"""The timed loop stops at max_seconds, but never before this many iterations."""
+"""All-reduce's timed loop stops at max_seconds, but never before this many iterations."""
 GPU_WARMUP = 5
 """DeepBench warms up once; a GPU gets a few more for cuDNN's algorithm search, the caching
 allocator and clocks that ramp up."""
@@ -31,10 +33,22 @@ class Unsupported(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    warmup: int
-    iterations: int
-    max_seconds: float
+class Settings:
+    """How one pass of a case is timed: the plan's choices, for one precision."""
+
+    precision: str
+    tuning: str
+    """"searched" (the best algorithm and layout per pass) or "default" (the framework's)."""
+    fill: str
+    """"random" (normal values) or "zeros" (DeepBench's 16-bit inputs)."""
+    budget: Budget
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    timing: Timing
+    layout: str | None = None
+    """The memory layout that won the search (convolutions: "nchw" or "nhwc")."""
 
 
 def budget_for(plan: KernelPlan, kind: str, on_gpu: bool) -> Budget:
@@ -45,36 +59,8 @@ def budget_for(plan: KernelPlan, kind: str, on_gpu: bool) -> Budget:
         warmup=default_warmup if plan.warmup is None else max(1, plan.warmup),
         iterations=plan.iterations or DEEPBENCH_ITERATIONS[kind],
         max_seconds=plan.max_seconds,
+        sustain_s=ENERGY_RUN_S if plan.energy and kind in ("gemm", "conv", "rnn") else 0.0,
     )
-
-
-def warm_up(step: Callable[[], object], sync: Callable[[], None], budget: Budget) -> None:
-    """Run `step` budget.warmup times, but stop after max_seconds once one has run."""
-    started = time.perf_counter()
-    for done in range(budget.warmup):
-        if done and time.perf_counter() - started >= budget.max_seconds:
-            break
-        step()
-        sync()
-
-
-def wall_clock_times(
-    step: Callable[[], object], sync: Callable[[], None], budget: Budget
-) -> list[float]:
-    """Per-iteration seconds of `step` followed by `sync` (which waits for the device: a no-op
-    for synchronous CPU kernels, a read-back for TensorFlow). Warm-up first."""
-    warm_up(step, sync, budget)
-    times: list[float] = []
-    started = time.perf_counter()
-    while len(times) < budget.iterations:
-        begin = time.perf_counter()
-        step()
-        sync()
-        end = time.perf_counter()
-        times.append(end - begin)
-        if len(times) >= MIN_TIMED and end - started >= budget.max_seconds:
-            break
-    return times
 
 
 def error_text(exc: BaseException, limit: int = 300) -> str:
@@ -95,10 +81,9 @@ class Backend(Protocol):
     gpu_count: int
     """GPUs this framework sees (0 when it runs on the CPU): the peer-copy pairs."""
 
-    def time_case(
-        self, kind: str, case: Case, direction: str, precision: str, budget: Budget
-    ) -> list[float]:
-        """Seconds per timed iteration; raises Unsupported, or the framework's own error."""
+    def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
+        """Time one pass of `case` as given (already padded). Raises Unsupported, or the
+        framework's own error."""
         ...
 
 

@@ -1,9 +1,12 @@
 """TensorFlow kernels: GEMM, convolution and RNN, timed with a synchronized wall clock.
 
-Each kernel is a tf.function (one graph launch per iteration, not one Python dispatch per op)
-that returns one element of its result; reading that element back with `.numpy()` waits for
-the device, which bounds the iteration. Tensors are NHWC: TensorFlow's CPU convolution does not
-support NCHW. Imported only by the worker: `import tensorflow` happens in TensorFlowBackend().
+Each kernel is a tf.function that returns one element of its result; reading that element back
+with `.numpy()` waits for the device, which bounds the iteration. A short kernel is timed as
+one compiled function that runs it many times in a loop on the device (`loop`, TensorFlow's
+counterpart of a CUDA graph), so the per-call dispatch is not what gets measured. Tensors are
+NHWC: TensorFlow's CPU convolution does not support NCHW, and on a GPU TensorFlow autotunes
+its convolutions by default. Imported only by the worker: `import tensorflow` happens in
+TensorFlowBackend().
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from dltui.bench.backends import Budget, Unsupported, wall_clock_times
+from dltui.bench import timing
+from dltui.bench.backends import Measurement, Settings, Unsupported
 from dltui.bench.shapes import Case, ConvCase, GemmCase, RnnCase
 
-Step = Callable[[], Any]
+Kernel = Callable[[], Any]
+"""Runs one iteration on the device and returns one element of its result, as a tensor."""
 _DTYPES = {
     "fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16", "mixed": "float16",
 }  # fmt: skip
@@ -45,29 +50,55 @@ class TensorFlowBackend:
         self._tf_device = "/GPU:0" if self.on_gpu else "/CPU:0"
         tf.random.set_seed(0)
 
-    def time_case(
-        self, kind: str, case: Case, direction: str, precision: str, budget: Budget
-    ) -> list[float]:
-        tf = self._tf
+    def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
+        """TensorFlow picks its own convolution algorithms (it autotunes on a GPU): both
+        tunings run the same. Zeros fill like random values here."""
+        tf, precision, budget = self._tf, settings.precision, settings.budget
         tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
         with tf.device(self._tf_device):
             if isinstance(case, GemmCase):
-                step = gemm_step(tf, case, tf.as_dtype(_DTYPES[precision]))
+                kernel = gemm_kernel(tf, case, tf.as_dtype(_DTYPES[precision]))
             elif isinstance(case, ConvCase):
-                step = conv_step(tf, case, direction, tf.as_dtype(_DTYPES[precision]))
+                kernel = conv_kernel(tf, case, direction, tf.as_dtype(_DTYPES[precision]))
             elif isinstance(case, RnnCase):
-                step = rnn_step(tf, case, direction, precision)
+                kernel = rnn_kernel(tf, case, direction, precision)
             else:
                 raise Unsupported(
-                    f"{kind} is measured with the torch backend (TensorFlow offers no control "
-                    "over pinned or pageable host buffers)"
+                    f"{case.label} is measured with the torch backend (TensorFlow offers no "
+                    "control over pinned or pageable host buffers)"
                 )
             # The read-back is the device sync, so it belongs inside the timed step.
-            return wall_clock_times(lambda: step().numpy(), _nothing, budget)
+            found = timing.time_step(
+                lambda: kernel().numpy(),
+                timing.WallClock(),
+                budget,
+                capture=lambda _step, count: device_loop(tf, kernel, count),
+                captured="loop",
+            )
+            return Measurement(found, "nhwc" if isinstance(case, ConvCase) else None)
 
 
-def _nothing() -> None:
-    """The step's read-back already waited for the device."""
+def device_loop(tf: Any, kernel: Kernel, count: int) -> timing.Step:
+    """One compiled function that runs `kernel` `count` times in a tf.while_loop and reads back
+    one number: one dispatch and one sync for all of them. Each iteration adds its element to
+    the loop's carried sum, so no iteration can be dropped as unused; one iteration at a time,
+    as back-to-back launches run on a GPU's stream."""
+
+    @tf.function
+    def loop() -> Any:
+        def body(i: Any, total: Any) -> tuple[Any, Any]:
+            return i + 1, total + kernel()
+
+        _, total = tf.while_loop(
+            lambda i, _total: i < count,
+            body,
+            (tf.constant(0), tf.constant(0.0)),
+            parallel_iterations=1,
+        )
+        return total
+
+    loop().numpy()  # traces and compiles: not a timed call
+    return lambda: loop().numpy()
 
 
 def _grow_memory(tf: Any, gpu: Any) -> None:
@@ -86,10 +117,10 @@ def _first(tf: Any, tensor: Any) -> Any:
     return tf.cast(tf.reshape(tensor, [-1])[0], tf.float32)
 
 
-# --- kernels: each returns a step that runs one iteration and returns a scalar tensor ------------
+# --- kernels: each returns a callable that runs one iteration and returns a scalar tensor --------
 
 
-def gemm_step(tf: Any, case: GemmCase, dtype: Any) -> Step:
+def gemm_kernel(tf: Any, case: GemmCase, dtype: Any) -> Kernel:
     """DeepBench's column-major C(m×n) = op(A)·op(B) as the row-major Cᵀ(n×m) = op(B)ᵀ·op(A)ᵀ:
     the same memory layout, so the GPU's BLAS gets DeepBench's call (see torch_backend)."""
     b = tf.random.normal((case.k, case.n) if case.b_t else (case.n, case.k), dtype=dtype)
@@ -102,7 +133,7 @@ def gemm_step(tf: Any, case: GemmCase, dtype: Any) -> Step:
     return lambda: gemm(b, a)
 
 
-def conv_step(tf: Any, case: ConvCase, direction: str, dtype: Any) -> Step:
+def conv_kernel(tf: Any, case: ConvCase, direction: str, dtype: Any) -> Kernel:
     """One pass of a 2-D convolution, NHWC, through the raw ops so each backward pass runs on
     its own from a ready output gradient."""
     x = tf.random.normal((case.n, case.h, case.w, case.c), dtype=dtype)
@@ -144,7 +175,7 @@ def conv_step(tf: Any, case: ConvCase, direction: str, dtype: Any) -> Step:
     return lambda: kernel(x, filters, dy)
 
 
-def rnn_step(tf: Any, case: RnnCase, direction: str, precision: str) -> Step:
+def rnn_kernel(tf: Any, case: RnnCase, direction: str, precision: str) -> Kernel:
     """One Keras layer (SimpleRNN, LSTM, GRU), input size = hidden, batch-major (Keras has no
     time-major option). fwd is a training forward; fwd+bwd adds the input and weight gradients."""
     import keras

@@ -1,30 +1,38 @@
 """PyTorch kernels: GEMM, convolution, RNN and copy bandwidth, each timed on the device.
 
-On a GPU every iteration sits between two CUDA events, queued back to back so the device never
-waits for the host between iterations; on a CPU the kernels are synchronous and a wall clock
-suffices. Imported only by the worker: `import torch` happens in TorchBackend().
+On a GPU a case is timed as bench/timing.py describes: CUDA graphs of back-to-back iterations
+(events around launches where a step cannot be captured), and, where the plan asks for energy,
+a sustained run with the GPU's energy counter read across it. Convolutions search cuDNN's
+algorithms (every one, as cudnnFind does) in both memory layouts per pass and keep the
+fastest, unless the plan asks for PyTorch's defaults. On a CPU the kernels are synchronous
+and the wall clock times them. Imported only by the worker: `import torch` happens in
+TorchBackend().
 """
 
 from __future__ import annotations
 
-import math
 import time
+import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from dltui.bench.backends import (
-    MIN_TIMED,
-    Budget,
-    Unsupported,
-    wall_clock_times,
-    warm_up,
-)
+from dltui.bench import timing
+from dltui.bench.backends import Measurement, Settings, Unsupported
+from dltui.bench.energy import open_meter
 from dltui.bench.shapes import BandwidthCase, Case, ConvCase, GemmCase, RnnCase
+from dltui.bench.timing import Budget, Step, Timing
 
-Step = Callable[[], object]
 _DTYPES = {
     "fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16", "mixed": "float16",
 }  # fmt: skip
+LAYOUTS = ("nchw", "nhwc")
+RECOVER_S = 0.5
+"""Idle after a sustained energy run, which leaves the GPU at its power cap: the next case
+would start throttled (a 4096³ GEMM read 712 TFLOP/s after a 0.1 s rest, 781 after 0.5 s).
+Before ordinary cases a rest buys nothing measurable (docs/results/kernels-h200.md)."""
+SEARCH_SECONDS = 0.05
+"""Each layout's trial in a convolution's search: a handful of 2 ms samples of device time."""
 
 
 class TorchBackend:
@@ -40,47 +48,77 @@ class TorchBackend:
         self.on_gpu = has_gpu and device != "cpu"
         self.device = "cuda:0" if self.on_gpu else "cpu"
         self.gpu_count = torch.cuda.device_count() if self.on_gpu else 0
-        if self.on_gpu:
-            # Let cuDNN try its algorithms on the first call per shape (a warm-up), as
-            # DeepBench picks the fastest with cudnnFind*.
-            torch.backends.cudnn.benchmark = True
+        self._clock: timing.Clock = CudaClock(torch) if self.on_gpu else timing.WallClock()
+        uuid = str(torch.cuda.get_device_properties(0).uuid) if self.on_gpu else ""
+        self._meter = open_meter(uuid) if self.on_gpu else None
         torch.manual_seed(0)
 
-    def time_case(
-        self, kind: str, case: Case, direction: str, precision: str, budget: Budget
-    ) -> list[float]:
+    def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
         if isinstance(case, BandwidthCase):
-            return self._copy_times(case, budget)
-        dtype = set_precision(self._torch, precision)
+            return Measurement(self._copy_timing(case, settings.budget))
+        torch, device, fill, budget = self._torch, self.device, settings.fill, settings.budget
+        dtype = set_precision(torch, settings.precision)
+        searched = settings.tuning == "searched"
+        self._set_cudnn(searched)
+        if isinstance(case, ConvCase):
+            layouts = LAYOUTS if searched else ("nchw",)
+            steps = {
+                layout: conv_step(torch, case, direction, dtype, device, layout, fill)
+                for layout in layouts
+            }
+            layout = self._fastest(steps, budget) if len(steps) > 1 else layouts[0]
+            return Measurement(self._time(steps[layout], budget), layout)
         if isinstance(case, GemmCase):
-            step = gemm_step(self._torch, case, dtype, self.device)
-        elif isinstance(case, ConvCase):
-            step = conv_step(self._torch, case, direction, dtype, self.device)
+            step = gemm_step(torch, case, dtype, device, fill)
         elif isinstance(case, RnnCase):
-            step = rnn_step(self._torch, case, direction, dtype, self.device)
+            step = rnn_step(torch, case, direction, dtype, device, fill)
         else:
-            raise Unsupported(f"the torch backend has no {kind} kernel")
-        if self.on_gpu:
-            return cuda_event_times(self._torch, step, budget)
-        return wall_clock_times(step, _nothing, budget)
+            raise Unsupported(f"the torch backend has no kernel for {case.label}")
+        return Measurement(self._time(step, budget))
 
-    def _copy_times(self, case: BandwidthCase, budget: Budget) -> list[float]:
+    def _set_cudnn(self, searched: bool) -> None:
+        """Searched: cuDNN benchmarks every algorithm it has on a shape's first call and keeps
+        the fastest (cudnnFind's way). Default: PyTorch's own default, the heuristic choice."""
+        cudnn = self._torch.backends.cudnn
+        cudnn.benchmark = searched
+        cudnn.benchmark_limit = 0  # 0: every available algorithm, not the first ten
+
+    def _time(self, step: Step, budget: Budget) -> Timing:
+        capture = cuda_graph(self._torch) if self.on_gpu else None
+        found = timing.time_step(step, self._clock, budget, capture, meter=self._meter)
+        if found.energy is not None:
+            self._clock.sync()
+            time.sleep(RECOVER_S)
+        return found
+
+    def _fastest(self, steps: dict[str, Step], budget: Budget) -> str:
+        """The layout whose short trials (after its own algorithm search) run fastest: two
+        rounds, the layouts in turn, so a clock that drops during one trial hurts both."""
+        seconds = min(budget.max_seconds, SEARCH_SECONDS)
+        trial = replace(budget, iterations=1, max_seconds=seconds, sustain_s=0.0)
+        capture = cuda_graph(self._torch) if self.on_gpu else None
+        best: dict[str, float] = {}
+        for _ in range(2):
+            for layout, step in steps.items():
+                found = timing.time_step(step, self._clock, trial, capture)
+                median = sorted(found.samples)[len(found.samples) // 2]
+                best[layout] = min(best.get(layout, median), median)
+        return min(best, key=best.__getitem__)
+
+    def _copy_timing(self, case: BandwidthCase, budget: Budget) -> Timing:
         torch = self._torch
         if case.on_host:
             src = torch.ones(case.nbytes, dtype=torch.uint8)
             dst = torch.zeros_like(src)
-            return wall_clock_times(lambda: dst.copy_(src), _nothing, budget)
+            return timing.time_step(lambda: dst.copy_(src), self._clock, budget)
         if not self.on_gpu:
             raise Unsupported(f"no GPU: {case.direction} copies need one")
         src, dst, stream_device = copy_buffers(torch, case)
         # A copy runs on the current stream of its source GPU (of the GPU, for host copies):
-        # the events must be recorded there.
+        # the events must be recorded there. Copies move bytes: no energy figure.
         with torch.cuda.device(stream_device):
-            return cuda_event_times(torch, lambda: dst.copy_(src, non_blocking=True), budget)
-
-
-def _nothing() -> None:
-    """CPU kernels return when they are done: nothing to wait for."""
+            step = lambda: dst.copy_(src, non_blocking=True)  # noqa: E731
+            return timing.time_step(step, self._clock, budget, cuda_graph(torch))
 
 
 def set_precision(torch: Any, precision: str) -> Any:
@@ -103,7 +141,16 @@ def set_precision(torch: Any, precision: str) -> Any:
 # --- kernels: each returns a step that launches one iteration -----------------------------------
 
 
-def gemm_operands(torch: Any, case: GemmCase, dtype: Any, device: str) -> tuple[Any, Any]:
+def values(torch: Any, shape: tuple[int, ...], dtype: Any, device: str, fill: str) -> Any:
+    """Normal random values, or zeros where the plan asks for DeepBench's 16-bit inputs."""
+    if fill == "zeros":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    return torch.randn(shape, dtype=dtype, device=device)
+
+
+def gemm_operands(
+    torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "random"
+) -> tuple[Any, Any]:
     """op(A)ᵀ (k×m) and op(B)ᵀ (n×k) as row-major views of DeepBench's column-major buffers.
 
     cuBLAS is column-major: C(m×n) = op(A)·op(B). The same memory read row-major is
@@ -115,28 +162,42 @@ def gemm_operands(torch: Any, case: GemmCase, dtype: Any, device: str) -> tuple[
 
     def view(rows: int, cols: int, transposed: bool) -> Any:
         if transposed:
-            return torch.randn(cols, rows, dtype=dtype, device=device).t()
-        return torch.randn(rows, cols, dtype=dtype, device=device)
+            return values(torch, (cols, rows), dtype, device, fill).t()
+        return values(torch, (rows, cols), dtype, device, fill)
 
     return view(case.k, case.m, case.a_t), view(case.n, case.k, case.b_t)
 
 
-def gemm_step(torch: Any, case: GemmCase, dtype: Any, device: str) -> Step:
+def gemm_step(torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "random") -> Step:
     """DeepBench's GEMM in DeepBench's layout, into a preallocated C (no allocation timed)."""
-    a_op, b_op = gemm_operands(torch, case, dtype, device)
+    a_op, b_op = gemm_operands(torch, case, dtype, device, fill)
     out = torch.empty(case.n, case.m, dtype=dtype, device=device)
     return lambda: torch.mm(b_op, a_op, out=out)
 
 
-def conv_step(torch: Any, case: ConvCase, direction: str, dtype: Any, device: str) -> Step:
-    """One pass of a 2-D convolution, NCHW; the backward passes are timed on their own, each
-    from a ready output gradient, as DeepBench times cuDNN's three calls."""
+def conv_step(
+    torch: Any,
+    case: ConvCase,
+    direction: str,
+    dtype: Any,
+    device: str,
+    layout: str = "nchw",
+    fill: str = "random",
+) -> Step:
+    """One pass of a 2-D convolution in one memory layout (NCHW, or NHWC: channels-last); the
+    backward passes are timed on their own, each from a ready output gradient, as DeepBench
+    times cuDNN's three calls."""
     stride, padding = (case.stride_h, case.stride_w), (case.pad_h, case.pad_w)
-    x = torch.randn(case.n, case.c, case.h, case.w, dtype=dtype, device=device)
-    weight = torch.randn(case.k, case.c, case.r, case.s, dtype=dtype, device=device)
+    memory = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+
+    def tensor(*shape: int) -> Any:
+        return values(torch, shape, dtype, device, fill).to(memory_format=memory)
+
+    x = tensor(case.n, case.c, case.h, case.w)
+    weight = tensor(case.k, case.c, case.r, case.s)
     if direction == "fwd":
         return lambda: torch.nn.functional.conv2d(x, weight, None, stride, padding)
-    dy = torch.randn(case.n, case.k, *case.output_hw, dtype=dtype, device=device)
+    dy = tensor(case.n, case.k, *case.output_hw)
     # The backward op computes only the gradients its mask asks for: one pass each.
     mask = {"bwd_data": (True, False, False), "bwd_weights": (False, True, False)}.get(direction)
     if mask is not None:
@@ -148,18 +209,24 @@ def conv_step(torch: Any, case: ConvCase, direction: str, dtype: Any, device: st
     raise ValueError(f"no conv pass {direction!r}")
 
 
-def rnn_step(torch: Any, case: RnnCase, direction: str, dtype: Any, device: str) -> Step:
+def rnn_step(
+    torch: Any, case: RnnCase, direction: str, dtype: Any, device: str, fill: str = "random"
+) -> Step:
     """One layer, sequence-first, input size = hidden. fwd is a training forward (autograd on,
     as cuDNN's ForwardTraining); fwd+bwd adds the gradients of the input and the weights."""
     layer_class = {"vanilla": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[case.cell]
     layer = layer_class(case.hidden, case.hidden).to(device=device, dtype=dtype)
+    if fill == "zeros":
+        with torch.no_grad():
+            for parameter in layer.parameters():
+                parameter.zero_()
     shape = (case.steps, case.batch, case.hidden)
-    x = torch.randn(*shape, dtype=dtype, device=device, requires_grad=direction == "fwd+bwd")
+    x = values(torch, shape, dtype, device, fill).requires_grad_(direction == "fwd+bwd")
     if direction == "fwd":
         return lambda: layer(x)
     if direction != "fwd+bwd":
         raise ValueError(f"no RNN pass {direction!r}")
-    dy = torch.randn(*shape, dtype=dtype, device=device)
+    dy = values(torch, shape, dtype, device, fill)
     wrt = [x, *layer.parameters()]
 
     def forward_backward() -> object:
@@ -191,32 +258,46 @@ def copy_buffers(torch: Any, case: BandwidthCase) -> tuple[Any, Any, int]:
 # --- timing on a GPU ------------------------------------------------------------------------------
 
 
-def cuda_event_times(torch: Any, step: Step, budget: Budget) -> list[float]:
-    """Per-iteration seconds between CUDA events on the current stream.
+class CudaClock:
+    """CUDA events recorded on the current stream; read after a sync."""
 
-    Iterations are queued in batches without a host sync inside a batch, so each kernel starts
-    as soon as the previous one ends (no launch gap inside the events). Batches double, sized
-    so the loop ends near max_seconds; only the first iteration of a batch can see a launch
-    gap, and the median ignores it.
-    """
-    warm_up(step, torch.cuda.synchronize, budget)
-    times: list[float] = []
-    started = time.perf_counter()
-    batch = 1
-    while True:
-        events = [
-            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            for _ in range(batch)
-        ]
-        for begin, end in events:
-            begin.record()
-            step()
-            end.record()
-        events[-1][1].synchronize()
-        times += [begin.elapsed_time(end) / 1e3 for begin, end in events]  # ms → s
-        elapsed = time.perf_counter() - started
-        remaining = budget.iterations - len(times)
-        if remaining <= 0 or (len(times) >= MIN_TIMED and elapsed >= budget.max_seconds):
-            return times
-        fits = math.floor((budget.max_seconds - elapsed) * len(times) / max(elapsed, 1e-9))
-        batch = max(1, min(2 * batch, remaining, max(fits, MIN_TIMED - len(times))))
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def mark(self) -> object:
+        event = self._torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def seconds(self, begin: Any, end: object) -> float:
+        return float(begin.elapsed_time(end)) / 1e3  # ms → s
+
+    def sync(self) -> None:
+        self._torch.cuda.synchronize()
+
+
+def cuda_graph(torch: Any) -> Callable[[Step, int], Step | None]:
+    """Capture `count` iterations of a step in one CUDA graph; None where the step cannot be
+    captured (a host sync inside it, a pageable copy), and the caller launches it instead."""
+
+    def capture(step: Step, count: int) -> Step | None:
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always")
+                with torch.cuda.graph(graph):
+                    for _ in range(count):
+                        step()
+        except RuntimeError:
+            torch.cuda.synchronize()
+            return None
+        # A step that ran outside the capture (a copy on another stream) leaves it empty:
+        # replaying it would time nothing.
+        if any("Graph is empty" in str(warning.message) for warning in warned):
+            return None
+        return graph.replay
+
+    return capture

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -27,6 +26,7 @@ from dltui.bench.ranks import (
     Reporter,
     ShouldStop,
     free_port,
+    join_process_group,
     rank_parser,
     run_rank,
     stdin_closed,
@@ -245,14 +245,7 @@ def allreduce_rank(
         torch.cuda.set_device(rank if local_rank is None else local_rank)
     device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
     sync = torch.cuda.synchronize if on_gpu else lambda: None
-    dist.init_process_group(
-        "nccl" if on_gpu else "gloo",
-        init_method=f"tcp://{master_addr}:{master_port}",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=job.timeout_s),
-        device_id=device if on_gpu else None,  # NCCL: bind the GPU and connect at once
-    )
+    join_process_group(device, f"{master_addr}:{master_port}", rank, world, job.timeout_s)
 
     def slowest(values: list[float]) -> list[float]:
         maxima = torch.tensor(values, dtype=torch.float64, device=device)

@@ -14,11 +14,10 @@ import itertools
 import os
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from dltui.bench.models import torch_zoo
-from dltui.bench.ranks import Reporter, ShouldStop
+from dltui.bench.ranks import Reporter, ShouldStop, join_process_group
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import (
     MOMENTUM,
@@ -60,14 +59,7 @@ def train(
     torch.backends.cudnn.allow_tf32 = tf32
     torch.manual_seed(0)
     if world > 1:
-        dist.init_process_group(
-            "nccl" if on_gpu else "gloo",
-            init_method=f"tcp://{master}",
-            rank=rank,
-            world_size=world,
-            timeout=timedelta(seconds=job.timeout_s),
-            device_id=device if on_gpu else None,
-        )
+        join_process_group(device, master, rank, world, job.timeout_s)
     try:
         trainer = _Trainer(torch, job, settings, device, world, report, should_stop)
         result = trainer.to_accuracy(rank) if job.data_dir else trainer.throughput()

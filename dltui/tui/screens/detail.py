@@ -4,7 +4,7 @@ throttle reasons in sentences and its processes, and each benchmark case's telem
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -13,16 +13,13 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from dltui.fleet.state import ServerView
+from dltui.fleet.state import Fleet, ServerView
 from dltui.tui.widgets.gpu_detail import GpuDetail
 from dltui.tui.widgets.host_panel import HostPanel
 from dltui.tui.widgets.job_panel import JobPanel
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.phase_table import PhaseTable
 from dltui.tui.widgets.server_header import gpu_summary, link_quality, link_state
-
-if TYPE_CHECKING:
-    from dltui.tui.app import DltuiApp
 
 REDRAW_S = 0.25
 GPU_MIN_WIDTH = 60
@@ -85,14 +82,11 @@ class DetailScreen(Screen[None]):
     }
     """
 
-    def __init__(self, server: ServerView) -> None:
+    def __init__(self, server: ServerView, fleet: Fleet) -> None:
         super().__init__()
         self.server = server
+        self.fleet = fleet
         self.panels: list[FleetPanel] = []
-
-    @property
-    def dltui(self) -> DltuiApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         server = self.server
@@ -111,7 +105,7 @@ class DetailScreen(Screen[None]):
             yield Grid(*gpus, id="gpus")
             yield Static("Benchmark cases on this server, with the telemetry while each ran",
                          classes="heading")  # fmt: skip
-            yield PhaseTable(self.dltui.fleet, server.source)
+            yield PhaseTable(self.fleet, server.source)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -126,13 +120,14 @@ class DetailScreen(Screen[None]):
         )
 
     def redraw(self) -> None:
-        version = self.dltui.fleet.version
+        version = self.fleet.version
         for panel in self.panels:
             panel.sync(version)
         self.panels[1].set_class(self.server.latest_job is not None, "-shown")
         self.query_one(PhaseTable).refresh_rows()
 
     def action_step(self, direction: int) -> None:
-        servers = list(self.dltui.fleet.servers.values())
+        servers = list(self.fleet.servers.values())
         index = servers.index(self.server) if self.server in servers else 0
-        self.dltui.switch_screen(DetailScreen(servers[(index + direction) % len(servers)]))
+        server = servers[(index + direction) % len(servers)]
+        self.app.switch_screen(DetailScreen(server, self.fleet))

@@ -19,20 +19,16 @@ class ExportScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     ExportScreen {
-        align: center middle;
-        & > Vertical {
+        & > .dialog {
             width: 70;
             max-width: 100%;
-            height: auto;
-            border: round $accent;
-            background: $surface;
-            padding: 0 1;
         }
         & #why {
             color: $text-error;
         }
     }
     """
+    DEFAULT_CLASSES = "dialog-screen"
 
     def __init__(self, comparison: Comparison, baseline: str) -> None:
         super().__init__()
@@ -40,7 +36,7 @@ class ExportScreen(ModalScreen[None]):
         self.baseline = baseline
 
     def compose(self) -> ComposeResult:
-        with Vertical() as box:
+        with Vertical(classes="dialog") as box:
             box.border_title = "Export results"
             yield Label("File (.csv or .json), written in the current folder unless a path:")
             yield Input(value="dltui-results.csv", id="path")

@@ -65,24 +65,18 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen {
-        align: center middle;
-        & > VerticalScroll {
+        & > .dialog {
             width: auto;
             max-width: 100%;
-            height: auto;
-            max-height: 100%;
-            border: round $accent;
-            border-title-color: $text;
-            background: $surface;
-            padding: 0 1;
         }
         & Static {
             width: auto;
         }
     }
     """
+    DEFAULT_CLASSES = "dialog-screen"
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll() as body:
+        with VerticalScroll(classes="dialog") as body:
             body.border_title = "dltui help"
             yield Static(HELP)

@@ -21,14 +21,8 @@ class JumpScreen(ModalScreen[float | None]):
 
     DEFAULT_CSS = """
     JumpScreen {
-        align: center middle;
-        & > Vertical {
+        & > .dialog {
             width: 52;
-            height: auto;
-            border: round $accent;
-            border-title-color: $text;
-            background: $surface;
-            padding: 0 1;
         }
         & #why {
             color: $text-warning;
@@ -36,13 +30,14 @@ class JumpScreen(ModalScreen[float | None]):
         }
     }
     """
+    DEFAULT_CLASSES = "dialog-screen"
 
     def __init__(self, length: float) -> None:
         super().__init__()
         self.length = length
 
     def compose(self) -> ComposeResult:
-        with Vertical() as body:
+        with Vertical(classes="dialog") as body:
             body.border_title = "jump to"
             yield Input(placeholder="1:23:45, 90s, 2m10s or 50%")
             yield Static("", id="why")

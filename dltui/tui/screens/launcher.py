@@ -1,24 +1,23 @@
-"""The launcher (`b`): choose servers, a plan, framework and precision; start; watch a
-progress bar per server; cancel with `x`.
+"""The launcher (`b`): choose servers, a plan, framework and precision; `s` returns the run to
+start (the app starts it and shows its progress), escape returns nothing.
 
-A form until a run starts, then the run's progress; closing it leaves the run going (the title
-line says how it goes) and `b` brings the progress back.
+A choice the plans cannot run says why on the form, which keeps every choice to fix one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import (
     Footer,
     Input,
     Label,
-    ProgressBar,
     RadioButton,
     RadioSet,
     Select,
@@ -26,43 +25,36 @@ from textual.widgets import (
     Static,
 )
 
+from dltui.fleet.compare import server_names
+from dltui.fleet.state import Fleet
 from dltui.plans.check import PlanError
 from dltui.plans.names import FRAMEWORKS, PRECISIONS
-from dltui.tui.plans import AUTO, BUILTINS, Choice, make_launch
-
-if TYPE_CHECKING:
-    from dltui.tui.app import DltuiApp
-
-REFRESH_S = 0.25
-DONE_STYLES = {"done": "$text-success", "cancelled": "$text-warning", "failed": "$text-error",
-               "refused": "$text-error", "running": "$text-accent"}  # fmt: skip
+from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch
 
 
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(name, name) for name in names]
 
 
-class LauncherScreen(ModalScreen[None]):
+@dataclass(frozen=True)
+class Start:
+    """The launcher's answer: these plans on these servers."""
+
+    launch: Launch
+    sources: list[str]
+
+
+class LauncherScreen(ModalScreen[Start | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "Close"),
+        Binding("escape", "dismiss(None)", "Close"),
         Binding("s", "start", "Start"),
-        Binding("x", "cancel_run", "Cancel run"),
-        Binding("n", "new_run", "New run"),
-        Binding("v", "results", "Results"),
     ]
 
     DEFAULT_CSS = """
     LauncherScreen {
-        align: center middle;
-        & > #dialog {
+        & > .dialog {
             width: 100%;
             max-width: 100;
-            height: auto;
-            max-height: 100%;
-            border: round $accent;
-            border-title-color: $text;
-            background: $surface;
-            padding: 0 1;
         }
         & .heading {
             color: $text-muted;
@@ -117,42 +109,22 @@ class LauncherScreen(ModalScreen[None]):
         & #status {
             height: auto;
         }
-        & #progress {
-            height: auto;
-            max-height: 20;
-        }
-        & .server-progress {
-            height: 1;
-        }
-        & .server-progress Label {
-            width: 24;
-        }
-        & .server-progress ProgressBar {
-            width: 34;
-        }
-        & .server-progress .what {
-            width: 1fr;
-            color: $text-muted;
-        }
         & Footer {
             dock: none;
         }
     }
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._bars: dict[str, tuple[ProgressBar, Label]] = {}
+    DEFAULT_CLASSES = "dialog-screen"
 
-    @property
-    def dltui(self) -> DltuiApp:
-        return self.app  # type: ignore[return-value]
+    def __init__(self, fleet: Fleet) -> None:
+        super().__init__()
+        self.fleet = fleet
 
     def compose(self) -> ComposeResult:
-        app = self.dltui
-        names = app.server_names()
-        live = [source for source, server in app.fleet.servers.items() if server.link == "live"]
-        with Vertical(id="dialog") as dialog:
+        names = server_names(self.fleet)
+        live = [source for source, server in self.fleet.servers.items() if server.link == "live"]
+        with Vertical(classes="dialog") as dialog:
             dialog.border_title = "Run a benchmark"
             with Vertical(id="form"):
                 with Horizontal(id="choose"):
@@ -182,22 +154,7 @@ class LauncherScreen(ModalScreen[None]):
                                  compact=True, id="device")  # fmt: skip
                 yield Static(BUILTINS[0].words, id="about")
             yield Static("", id="status")
-            yield VerticalScroll(id="progress")
             yield Footer()
-
-    def on_mount(self) -> None:
-        self._show_run()
-        self.set_interval(REFRESH_S, self._refresh_progress)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        running = self.dltui.bench_run is not None and self.dltui.bench_run.state == "running"
-        if action == "start":
-            return self.dltui.bench_run is None
-        if action == "cancel_run":
-            return running
-        if action in ("new_run", "results"):
-            return self.dltui.bench_run is not None and not running
-        return True
 
     def choice(self) -> Choice:
         plans = self.query_one("#plans", RadioSet)
@@ -226,66 +183,12 @@ class LauncherScreen(ModalScreen[None]):
         self.action_start()
 
     def action_start(self) -> None:
-        app = self.dltui
-        sources = self.query_one("#servers", SelectionList).selected
-        inventories = [app.fleet.servers[s].inventory for s in sources]
-        status = self.query_one("#status", Static)
+        sources = list(self.query_one("#servers", SelectionList).selected)
+        inventories = [self.fleet.servers[source].inventory for source in sources]
         try:
             launch = make_launch(self.choice(), [i for i in inventories if i is not None])
-            app.start_run(launch, list(sources))
-        except (ValueError, PlanError, RuntimeError) as exc:
+        except PlanError as exc:
             # The form keeps every choice: fix one and start again.
-            status.update(Content.styled(str(exc), "$text-error"))
+            self.query_one("#status", Static).update(Content.styled(str(exc), "$text-error"))
             return
-        self._show_run()
-
-    async def action_cancel_run(self) -> None:
-        await self.dltui.action_cancel_run()
-
-    def action_new_run(self) -> None:
-        self.dltui.bench_run = None
-        self._show_run()
-
-    def action_results(self) -> None:
-        self.dismiss()
-        self.dltui.action_results()
-
-    def _show_run(self) -> None:
-        """The form before a run, the progress once one started."""
-        run = self.dltui.bench_run
-        self.query_one("#form").display = run is None
-        progress = self.query_one("#progress", VerticalScroll)
-        progress.display = run is not None
-        progress.remove_children()
-        self._bars = {}
-        if run is None:
-            self.query_one("#status", Static).update("")
-            self.refresh_bindings()
-            return
-        names = self.dltui.server_names()
-        for member in run.members:
-            bar = ProgressBar(total=1.0, show_eta=False)
-            what = Label("", classes="what")
-            self._bars[member.source] = (bar, what)
-            row = Horizontal(Label(names.get(member.source, member.source)), bar, what,
-                             classes="server-progress")  # fmt: skip
-            progress.mount(row)
-        self._refresh_progress()
-
-    def _refresh_progress(self) -> None:
-        run = self.dltui.bench_run
-        if run is None or not self._bars:
-            return
-        for server in run.progress(self.dltui.fleet):
-            bar, what = self._bars[server.source]
-            bar.update(progress=server.fraction)
-            style = DONE_STYLES.get(server.state, "$text-muted")
-            words = server.label if server.state == "running" else server.state
-            what.update(Content.styled(words, style))
-        status = Content.styled(run.words(), DONE_STYLES.get(run.state, ""))
-        if run.failures:
-            status += Content.styled("\n" + "\n".join(run.failures), "$text-error")
-        if run.state != "running":
-            status += Content.styled("   v: results · n: new run · esc: close", "$text-muted")
-        self.query_one("#status", Static).update(status)
-        self.refresh_bindings()
+        self.dismiss(Start(launch, sources))

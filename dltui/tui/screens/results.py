@@ -8,11 +8,12 @@ per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports wha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
@@ -26,35 +27,39 @@ from dltui.fleet.compare import (
     Row,
     build,
 )
+from dltui.fleet.state import Fleet
 from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.widgets.phase_table import PhaseTable
 
-if TYPE_CHECKING:
-    from dltui.tui.app import DltuiApp
-
 REFRESH_S = 1.0
 
 
 def figure_text(cell: Cell, metric: Metric) -> str:
+    """The figure, with how far to trust it: a rate carries its spread and how many
+    iterations were timed; an efficiency past 100% is flagged; a missing figure says why."""
     result = cell.result
-    if result.error is not None:
-        return "error"
     value = cell.value(metric)
     if value is None:
-        return "–"
+        return cell.missing(metric)
     if metric == "efficiency":
-        return f"{value * 100:.1f}%"
+        return f"{value * 100:.1f}%" + (" ⚠ above ideal" if cell.implausible else "")
     kernel = isinstance(result, KernelResult)
     if metric == "per_watt":
         return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
-    return rate_text(result) if kernel else f"{value:,.1f} img/s"
+    if isinstance(result, KernelResult):
+        spread = result.spread_s / result.median_s if result.median_s else 0.0
+        return f"{rate_text(result)} ±{spread:.1%} ×{result.iterations:,}"
+    return f"{value:,.1f} img/s"
 
 
-def ratio_text(ratio: float | None) -> Text:
+def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
+    """A ratio, flagged with "?" and dimmed where it rests on a noisy figure."""
     if ratio is None:
         return Text("")
+    if noisy:
+        return Text(f" {ratio:.2f}×?", style="dim")
     return Text(f" {ratio:.2f}×", style="bold green" if ratio >= 1 else "bold red")
 
 
@@ -62,8 +67,14 @@ def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
     cell = row.cells.get(column)
     if cell is None:
         return Text("")
-    text = Text(figure_text(cell, metric), style="red" if cell.result.error else "")
-    return text + ratio_text(row.ratio(column, baseline, metric))
+    if cell.result.error:
+        style = "red"
+    elif cell.implausible and metric == "efficiency":
+        style = "bold yellow"
+    else:
+        style = "dim" if cell.noisy or cell.value(metric) is None else ""
+    text = Text(figure_text(cell, metric), style=style)
+    return text + ratio_text(row.ratio(column, baseline, metric), row.noisy(column, baseline))
 
 
 class ResultsScreen(Screen[None]):
@@ -95,18 +106,18 @@ class ResultsScreen(Screen[None]):
     }
     """
 
-    def __init__(self) -> None:
+    baseline: reactive[str] = reactive(REFERENCE, init=False)
+    """Every ratio is to this column, or to each result's published figure (REFERENCE)."""
+    metric: reactive[Metric] = reactive("rate", init=False)
+    sort: reactive[tuple[str | None, bool]] = reactive((None, False), init=False)
+    """The column the rows are sorted by (None: in the order they ran), and whether the
+    largest comes first."""
+
+    def __init__(self, fleet: Fleet) -> None:
         super().__init__()
-        self.baseline = REFERENCE
-        self.metric: Metric = "rate"
-        self.sort_column: str | None = None
-        self.descending = False
+        self.fleet = fleet
         self.comparison = Comparison([], [])
         self._drawn: tuple[object, ...] | None = None
-
-    @property
-    def dltui(self) -> DltuiApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -118,7 +129,7 @@ class ResultsScreen(Screen[None]):
                 )
                 yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
             with TabPane("Phases (telemetry per case)", id="phases"):
-                yield PhaseTable(self.dltui.fleet)
+                yield PhaseTable(self.fleet)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -127,20 +138,31 @@ class ResultsScreen(Screen[None]):
         self.query_one("#table", DataTable).focus()  # arrows move between cells, not tabs
         self.set_interval(REFRESH_S, self.refresh_table)
 
-    def refresh_table(self, force: bool = False) -> None:
-        fleet = self.dltui.fleet
-        counts = sum(len(j.results) + len(j.model_results)
-                     for s in fleet.servers.values() for j in s.jobs.values())  # fmt: skip
-        state = (counts, len(fleet.phases.phases), self.baseline, self.metric,
-                 self.sort_column, self.descending)  # fmt: skip
+    def watch_baseline(self) -> None:
+        self.refresh_table()
+
+    def watch_metric(self) -> None:
+        self.refresh_table()
+
+    def watch_sort(self) -> None:
+        self.refresh_table()
+
+    def refresh_table(self) -> None:
+        fleet = self.fleet
         self.query_one(PhaseTable).refresh_rows()
-        if state == self._drawn and not force:
+        if self._view() == self._drawn:
             return
-        self._drawn = state
         self.comparison = comparison = build(fleet)
         if self.baseline != REFERENCE and self.baseline not in comparison.columns:
-            self.baseline = REFERENCE
+            self.set_reactive(ResultsScreen.baseline, REFERENCE)  # drawn just below
+        self._drawn = self._view()
         self._draw(comparison)
+
+    def _view(self) -> tuple[object, ...]:
+        """What the table shows: the results, the phases, and how they are shown."""
+        counts = sum(len(j.results) + len(j.model_results)
+                     for s in self.fleet.servers.values() for j in s.jobs.values())  # fmt: skip
+        return (counts, len(self.fleet.phases.phases), self.baseline, self.metric, self.sort)
 
     def _draw(self, comparison: Comparison) -> None:
         table = self.query_one("#table", DataTable)
@@ -148,13 +170,14 @@ class ResultsScreen(Screen[None]):
         table.display = bool(comparison.rows)
         cursor = table.cursor_coordinate
         table.clear(columns=True)
-        arrow = " ▼" if self.descending else " ▲"
-        table.add_column("benchmark" + (arrow if self.sort_column is None else ""), key="")
+        sort_column, descending = self.sort
+        arrow = " ▼" if descending else " ▲"
+        table.add_column("benchmark" + (arrow if sort_column is None else ""), key="")
         for column in comparison.columns:
             mark = "◆ " if column == self.baseline else ""
-            sort = arrow if column == self.sort_column else ""
+            sort = arrow if column == sort_column else ""
             table.add_column(f"{mark}{column}{sort}", key=column)
-        rows = comparison.sorted_rows(self.sort_column, self.metric, self.descending)
+        rows = comparison.sorted_rows(sort_column, self.metric, descending)
         for row in rows:
             cells = [cell_text(row, column, self.baseline, self.metric)
                      for column in comparison.columns]  # fmt: skip
@@ -169,21 +192,17 @@ class ResultsScreen(Screen[None]):
     def action_baseline(self) -> None:
         choices = [REFERENCE, *self.comparison.columns]
         self.baseline = choices[(choices.index(self.baseline) + 1) % len(choices)]
-        self.refresh_table()
 
     def action_metric(self) -> None:
         self.metric = METRICS[(METRICS.index(self.metric) + 1) % len(METRICS)]
-        self.refresh_table()
 
     def action_sort(self) -> None:
+        """By the cursor's column, largest first; again: the other way round."""
         table = self.query_one("#table", DataTable)
         index = table.cursor_coordinate.column
         column = self.comparison.columns[index - 1] if index > 0 else None
-        if column == self.sort_column:
-            self.descending = not self.descending
-        else:
-            self.sort_column, self.descending = column, column is not None
-        self.refresh_table()
+        sort_column, descending = self.sort
+        self.sort = (column, not descending if column == sort_column else column is not None)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column's header sorts by it, as `s` does."""

@@ -34,6 +34,11 @@ def link_state(server: ServerView, now: float) -> list[Content]:
         return [Content.styled("● live", "bold $text-success")]
     if server.link == "connecting":
         return [Content.styled("◌ connecting…", "$text-warning")]
+    if server.link == "busy":  # the agent has no room now; the connection tries again
+        lines = [Content.styled("◌ busy, trying again…", "$text-warning")]
+        if server.link_detail:
+            lines.append(Content.styled(server.link_detail, "$text-muted"))
+        return lines
     if server.link == "auth_failed":
         words = "✕ auth failed"
     else:

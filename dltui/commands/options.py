@@ -1,20 +1,43 @@
 """The options every command that connects to agents shares (the TUI, probe, bench, record):
-the agents, the secret, TLS and SSH, and the targets they apply to."""
+the agents, the secret, TLS and SSH, and the targets they apply to; and the argument types
+that turn words into checked values."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from dltui.agent.config import in_range
 from dltui.client.target import (
     DEFAULT_REMOTE_DLTUI,
     SshOptions,
     Target,
     TlsOptions,
-    parse_host_port,
     parse_remote_dltui,
     parse_target,
 )
+from dltui.errors import UsageError
+from dltui.protocol.address import parse_host_port
 from dltui.protocol.auth import SecretFileError, load_secret
+from dltui.protocol.messages import MAX_RATE_HZ
+
+
+def number_argument(high: float, unit: str) -> Callable[[str], float]:
+    """argparse's type for a number in (0, high]."""
+
+    def number(text: str) -> float:
+        try:
+            return in_range(float(text), high, unit)
+        except ValueError:
+            message = f"expected {unit} in (0, {high:g}], got {text!r}"
+            raise argparse.ArgumentTypeError(message) from None
+
+    return number
+
+
+def add_rate_option(parser: argparse.ArgumentParser) -> None:
+    rate = number_argument(MAX_RATE_HZ, "a number of Hz")
+    parser.add_argument("--rate", type=rate, default=10.0, help="samples per second (default 10)")
 
 
 def target_argument(text: str) -> Target:
@@ -28,18 +51,21 @@ def target_argument(text: str) -> Target:
 def listen_argument(text: str) -> tuple[str, int]:
     """argparse's type for a HOST:PORT to listen on or meet at."""
     try:
-        return parse_host_port(text)
+        host, port = parse_host_port(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+    assert port is not None  # the default port fills a missing one in
+    return host, port
 
 
-def secret_option(parser: argparse.ArgumentParser, path: str | None) -> bytes | None:
+def secret_option(path: str | None) -> bytes | None:
+    """The secret in `--secret-file`; UsageError when the file cannot be used."""
     if path is None:
         return None
     try:
         return load_secret(path)
     except SecretFileError as exc:
-        parser.error(str(exc))
+        raise UsageError(str(exc)) from exc
 
 
 def _remote_dltui(text: str) -> tuple[str, ...]:
@@ -83,13 +109,11 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def reach(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, targets: list[Target]
-) -> list[Target]:
+def reach(args: argparse.Namespace, targets: list[Target]) -> list[Target]:
     """The targets with the connection options applied, each once; TLS files are checked now
     so that a bad one is a usage error rather than every connection failing."""
     if bool(args.tls_cert) != bool(args.tls_key):
-        parser.error("--tls-cert and --tls-key go together")
+        raise UsageError("--tls-cert and --tls-key go together")
     tls = None
     if args.tls_ca or args.tls_cert:
         import ssl
@@ -100,6 +124,6 @@ def reach(
         try:
             client_context(tls)
         except (OSError, ssl.SSLError) as exc:
-            parser.error(f"cannot use the TLS files: {exc}")
+            raise UsageError(f"cannot use the TLS files: {exc}") from exc
     ssh = SshOptions(args.remote_dltui, args.ssh_config)
     return list(dict.fromkeys(target.reached_with(tls, ssh) for target in targets))

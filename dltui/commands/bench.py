@@ -1,27 +1,41 @@
-"""`dltui bench kernels|models`: the command line, and the plan it means.
+"""`dltui bench kernels|models`: the command line, the plan it means, and the table printed as
+results arrive.
 
-The plan goes to `client.run_job`, which runs it through a campaign and prints the table.
+The same path the TUI uses: a client session carries the plan to each agent as a `run` frame,
+the agent's worker runs it, results come back as frames, and a `Campaign` decides what runs
+where (side by side, or one run across servers). A local run and a remote one differ only in
+the address. Ctrl-C cancels every job and waits for the agents to confirm.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
-from dltui.client.campaign import is_across
-from dltui.client.options import (
+from dltui.client.campaign import Member, check_layout, is_across
+from dltui.client.plan_run import PlanRun
+from dltui.client.session import ClientSession
+from dltui.client.target import Target
+from dltui.commands.bench_table import BenchTable
+from dltui.commands.exit_status import JOB_EXIT
+from dltui.commands.options import (
     add_connection_options,
     listen_argument,
     reach,
     secret_option,
     target_argument,
 )
-from dltui.client.run_job import run
-from dltui.client.target import Target
-from dltui.protocol.messages import KernelPlan, ModelPlan
+from dltui.plans.check import check_plan
+from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
+
+CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 
 
-def _names(allowed: tuple[str, ...]):
+def _names(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         names = [name.strip() for name in text.split(",") if name.strip()]
         unknown = [name for name in names if name not in allowed]
@@ -55,11 +69,14 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     add_connection_options(parser)
 
 
-def _kernels_parser() -> argparse.ArgumentParser:
+def _kernels_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     from dltui.plans import names as plan
 
-    parser = argparse.ArgumentParser(
-        prog="dltui bench kernels",
+    parser = commands.add_parser(
+        "kernels",
+        help="run DeepBench kernels, print a table",
         description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
         "agent (this machine by default) and print a table as results arrive.",
     )
@@ -76,6 +93,33 @@ def _kernels_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
     parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
     parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
+    parser.add_argument(
+        "--no-pad",
+        dest="pad",
+        action="store_false",
+        help="time 16-bit GEMMs and convolutions exactly as stated (default: padded to "
+        "multiples of 8, as DeepBench pads them)",
+    )
+    parser.add_argument(
+        "--tuning",
+        choices=plan.TUNINGS,
+        default="searched",
+        help="searched: the fastest algorithm and layout per pass (default); default: the "
+        "framework's own choice",
+    )
+    parser.add_argument(
+        "--fill",
+        choices=plan.FILLS,
+        default="random",
+        help="the inputs' values: random (default), or zeros, which DeepBench's 16-bit runs "
+        "use: only to compare with DeepBench's own figures",
+    )
+    parser.add_argument(
+        "--energy",
+        action="store_true",
+        help="run each compute case on for 0.6 s more, reading the GPU's energy counter: "
+        "per-watt figures and the rate under sustained load",
+    )
     return parser
 
 
@@ -89,11 +133,14 @@ def _counts(text: str) -> list[int]:
     return counts
 
 
-def _models_parser() -> argparse.ArgumentParser:
+def _models_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     from dltui.plans import names as plan
 
-    parser = argparse.ArgumentParser(
-        prog="dltui bench models",
+    parser = commands.add_parser(
+        "models",
+        help="train CNNs, print images/s",
         description="Train CNNs (ResNet-50, VGG-16, GoogLeNet, AlexNet) on synthetic "
         "ImageNet-shaped data and print images/s: on one GPU, a scale-up sweep over GPU counts, "
         "or one run across servers. With --data and --target-accuracy, train on a folder of "
@@ -152,50 +199,102 @@ def _models_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dltui bench", description="Run benchmarks on agents.")
+    commands = parser.add_subparsers(dest="what", required=True, metavar="kernels|models")
+    _kernels_parser(commands)
+    _models_parser(commands)
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """`dltui bench kernels|models ARGS`."""
-    if not argv or argv[0] not in ("kernels", "models"):
-        print("usage: dltui bench kernels|models [options]   (see dltui bench models --help)")
-        return 2
-    parser = _kernels_parser() if argv[0] == "kernels" else _models_parser()
-    args = parser.parse_args(argv[1:])
-    secret = secret_option(parser, args.secret_file)
-    targets = reach(parser, args, args.agent or [Target("local")])
+    args = parser.parse_args(argv)
+    secret = secret_option(args.secret_file)
+    targets = reach(args, args.agent or [Target("local")])
     plan: KernelPlan | ModelPlan
-    if argv[0] == "kernels":
-        plan = KernelPlan(
-            framework=args.framework,
-            shape_set=args.shape_set,
-            kinds=args.kind,
-            precisions=args.precision,
-            device=args.device,
-            gpus=args.gpus,
-            iterations=args.iterations,
-            max_seconds=args.max_seconds,
-            timeout_s=args.timeout,
-        )
+    if args.what == "kernels":
+        plan = _kernel_plan(args)
         across = is_across(plan, len(targets))
     else:
-        data = str(Path(args.data).absolute()) if args.data else None
-        plan = ModelPlan(
-            framework=args.framework,
-            models=args.model,
-            gpus=args.gpus or [0 if args.scale_out else 1],
-            batch=args.batch,
-            precision=args.precision,
-            channels_last=args.channels_last,
-            compile=args.compile,
-            warmup=args.warmup,
-            steps=args.steps,
-            image_size=args.image_size,
-            classes=args.classes,
-            device=args.device,
-            learning_rate=args.learning_rate,
-            data_dir=data,
-            target_accuracy=args.target_accuracy,
-            max_epochs=args.max_epochs,
-            timeout_s=args.timeout,
-        )
+        plan = _model_plan(args)
         across = args.scale_out
-    return run(targets, plan, secret, args.json, across, args.rendezvous,
-               baselines=not getattr(args, "no_baseline", False))  # fmt: skip
+    check_plan(plan)
+    check_layout(plan, len(targets), across)
+    baselines = not getattr(args, "no_baseline", False)
+    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines)
+    return asyncio.run(bench)
+
+
+def _kernel_plan(args: argparse.Namespace) -> KernelPlan:
+    return KernelPlan(
+        framework=args.framework,
+        shape_set=args.shape_set,
+        kinds=args.kind,
+        precisions=args.precision,
+        device=args.device,
+        gpus=args.gpus,
+        iterations=args.iterations,
+        max_seconds=args.max_seconds,
+        pad=args.pad,
+        tuning=args.tuning,
+        fill=args.fill,
+        energy=args.energy,
+        timeout_s=args.timeout,
+    )
+
+
+def _model_plan(args: argparse.Namespace) -> ModelPlan:
+    data = str(Path(args.data).absolute()) if args.data else None
+    return ModelPlan(
+        framework=args.framework,
+        models=args.model,
+        gpus=args.gpus or [0 if args.scale_out else 1],
+        batch=args.batch,
+        precision=args.precision,
+        channels_last=args.channels_last,
+        compile=args.compile,
+        warmup=args.warmup,
+        steps=args.steps,
+        image_size=args.image_size,
+        classes=args.classes,
+        device=args.device,
+        learning_rate=args.learning_rate,
+        data_dir=data,
+        target_accuracy=args.target_accuracy,
+        max_epochs=args.max_epochs,
+        timeout_s=args.timeout,
+    )
+
+
+async def _bench(
+    targets: list[Target],
+    plan: Plan,
+    secret: bytes | None,
+    json_out: Path | None,
+    across: bool,
+    rendezvous: tuple[str, int] | None,
+    baselines: bool,
+) -> int:
+    session = ClientSession(targets, secret, CLIENT_RATE_HZ)
+    async with session:
+        await session.welcomed()
+        names = session.names()
+
+        def name(member: Member) -> str:
+            return names[member.source]
+
+        run = PlanRun([(plan, across)], session.connections, rendezvous, baselines, name)
+        table = BenchTable(run, names)
+        session.subscribe(table)
+        table.start(session.welcomes())
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, table.interrupt)
+        try:
+            state = await session.run_plans(run)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        table.end()
+    if json_out is not None:
+        json_out.write_text(json.dumps(table.report(session), indent=2) + "\n")
+    return JOB_EXIT[state]

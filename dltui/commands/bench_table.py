@@ -1,0 +1,174 @@
+"""What `dltui bench` prints: a line per agent, then a table row per result as it arrives, a
+progress bar on stderr, and at the end the whole run as JSON if asked.
+
+A sink of the client session: it sees every frame and keeps those of the run's own jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TextIO
+
+from dltui.client.campaign import Campaign
+from dltui.client.plan_run import PlanRun
+from dltui.client.session import ClientSession
+from dltui.formatting import HEADER, MODEL_HEADER, format_model_row, format_row
+from dltui.plans.scaling import scaling
+from dltui.protocol.messages import (
+    JobEnd,
+    JobProgress,
+    JobResult,
+    KernelResult,
+    Message,
+    ModelPlan,
+    ModelResult,
+    Plan,
+    Welcome,
+    to_plain,
+)
+
+
+class ProgressBar:
+    """One line on stderr, redrawn in place; silent when stderr is not a terminal."""
+
+    def __init__(self, out: TextIO = sys.stderr, width: int = 30) -> None:
+        self.out, self.width = out, width
+        self.live = out.isatty()
+
+    def show(self, done: float, total: int, label: str) -> None:
+        if not self.live or total <= 0:
+            return
+        filled = round(self.width * min(done / total, 1.0))
+        bar = "█" * filled + "·" * (self.width - filled)
+        self.out.write(f"\r\x1b[2K{bar} {int(done)}/{total} {label[:60]}")
+        self.out.flush()
+
+    def clear(self) -> None:
+        if self.live:
+            self.out.write("\r\x1b[2K")
+            self.out.flush()
+
+
+class BenchTable:
+    """Prints a run's results as they arrive; `report` is the whole run as JSON."""
+
+    def __init__(self, run: PlanRun, names: dict[str, str]) -> None:
+        self.run = run
+        self.names = names
+        """Each agent's name: its hostname, or hostname@address where two share one."""
+        self.bar = ProgressBar()
+        self.progress: dict[str, dict[str, JobProgress]] = {source: {} for source in names}
+        self.kernel_results: list[tuple[str, KernelResult]] = []
+        self.model_results: list[tuple[str, ModelResult]] = []
+        self.cancelling: asyncio.Task[None] | None = None
+
+    @property
+    def several(self) -> bool:
+        return len(self.names) > 1
+
+    def start(self, welcomes: dict[str, Welcome]) -> None:
+        """Who the agents are, what runs, and the table's header."""
+        ((plan, across),) = self.run.plans  # a bench runs one plan
+        for source, welcome in welcomes.items():
+            print(f"# {_describe(self.names[source], welcome)}; {_plan_words(plan)}")
+        if across:
+            campaign = self.run.campaign
+            print(f"# one run across {len(welcomes)} servers" + _rendezvous_words(campaign))
+        header = MODEL_HEADER if isinstance(plan, ModelPlan) else HEADER
+        print(f"{'server':<24} " * self.several + header)
+
+    def __call__(self, source: str, message: Message) -> None:
+        job = getattr(message, "job", None)  # samples carry none: most frames stop here
+        if job is None or job not in self.run.jobs():
+            return
+        name = self.names[source]
+        prefix = f"{name[:24]:<24} " if self.several else ""
+        if isinstance(message, JobProgress):
+            self.progress[source][message.job] = message
+            self._draw_progress(name, message)
+        elif isinstance(message, JobResult):
+            self.bar.clear()
+            if message.result is not None:
+                self.kernel_results.append((name, message.result))
+                print(prefix + format_row(message.result), flush=True)
+            if message.model is not None:
+                self.model_results.append((name, message.model))
+                row = format_model_row(message.model, scaling(self.model_results)[-1])
+                print(prefix + row, flush=True)
+        elif isinstance(message, JobEnd):
+            self.bar.clear()
+            if message.error:
+                print(f"# {name}: job {message.state}: {message.error}", file=sys.stderr)
+
+    def _draw_progress(self, name: str, message: JobProgress) -> None:
+        latest = [p for jobs in self.progress.values() for p in jobs.values()]
+        done = sum(p.done + (p.fraction or 0.0) for p in latest)
+        total = sum(p.total for p in latest)
+        label = f"{name}: {message.label}" if self.several else message.label
+        self.bar.show(done, total, label)
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel every job; the agents' confirmations end the run."""
+        self.bar.clear()
+        print("# cancelling …", file=sys.stderr)
+        self.cancelling = asyncio.create_task(self.run.cancel())
+
+    def end(self) -> None:
+        if self.run.campaign.across and self.run.failures:
+            print(f"# the run across servers stopped: {'; '.join(self.run.failures)}",
+                  file=sys.stderr)  # fmt: skip
+
+    def report(self, session: ClientSession) -> dict[str, object]:
+        """The whole run as JSON: who the agents are, every job, every result."""
+        welcomes = session.welcomes()
+        jobs = [
+            {
+                "step": step.label,
+                "target": part.member.target.label,
+                "plan": to_plain(part.plan),
+                "state": part.end.state if part.end else None,
+                "error": part.end.error if part.end else None,
+            }
+            for campaign in self.run.campaigns
+            for step in campaign.steps
+            for part in step.parts
+        ]
+        scalings = scaling(self.model_results)
+        return {
+            "agents": [
+                {
+                    "target": connection.target.label,
+                    "agent": welcomes[connection.source].agent_id,
+                    "inventory": to_plain(welcomes[connection.source].inventory),
+                }
+                for connection in session.connections
+            ],
+            "jobs": jobs,
+            "results": [{"server": name, **to_plain(r)} for name, r in self.kernel_results],
+            "models": [
+                {"server": name, **to_plain(result), "efficiency": to_plain(scaled)}
+                for (name, result), scaled in zip(self.model_results, scalings, strict=True)
+            ],
+        }
+
+
+def _describe(name: str, welcome: Welcome) -> str:
+    inventory = welcome.inventory
+    gpus = f"{len(inventory.gpus)}× {inventory.gpus[0].name}" if inventory.gpus else "no GPU"
+    return f"{name}: {gpus}"
+
+
+def _plan_words(plan: Plan) -> str:
+    if isinstance(plan, ModelPlan):
+        return f"{plan.framework}, models {', '.join(plan.models)}"
+    return f"{plan.framework}, set {plan.shape_set}"
+
+
+def _rendezvous_words(campaign: Campaign) -> str:
+    last = campaign.steps[-1].parts[0].plan.cluster
+    if last is None:
+        return ""
+    where = ", ".join(last.peers) or f"{last.master_addr}:{last.master_port}"
+    unit = "TensorFlow workers" if last.peers else "ranks"
+    return f": {last.world} {unit}; rendezvous {where}"

@@ -1,0 +1,29 @@
+"""`dltui export FILE --format csv|json|parquet -o OUT`: a recording as tidy tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dltui.recording.export import FORMATS, export
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui export",
+        description="Telemetry and benchmark results of recordings as tidy tables.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("--format", choices=FORMATS, default="csv")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="a directory (csv, parquet) or a file"
+    )
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    rows = export(args.files, args.format, args.output)
+    print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
+          f"{rows['models']} training runs ({rows['steps']} steps) → {args.output}")  # fmt: skip
+    return 0

@@ -1,0 +1,78 @@
+"""`dltui probe AGENT [--json]`: print an agent's inventory and one sample, then exit."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from dltui.client.probe import probe
+from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
+from dltui.formatting import fmt_bytes, fmt_value
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
+from dltui.protocol.messages import Sample, Welcome, to_plain
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
+    )
+    parser.add_argument(
+        "agent", type=target_argument, metavar="AGENT", help="see 'reaching agents'"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_connection_options(parser)
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    secret = secret_option(args.secret_file)
+    (target,) = reach(args, [args.agent])
+
+    def busy(why: str) -> None:
+        print(f"dltui probe: {target.label}: {why}; trying again", file=sys.stderr)
+
+    welcome, sample = asyncio.run(probe(target, secret, busy))
+    if args.json:
+        report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}
+        report |= {"inventory": to_plain(welcome.inventory), "sample": to_plain(sample)}
+        print(json.dumps(report, indent=2))
+    else:
+        print(describe(welcome, sample))
+    return 0
+
+
+def describe(welcome: Welcome, sample: Sample) -> str:
+    inv = welcome.inventory
+    lines = [
+        f"{inv.hostname}  (agent {welcome.agent_id}, {welcome.rate_hz:g} Hz, dltui {inv.dltui})",
+        f"  os        {inv.os}",
+        f"  cpu       {inv.cpu_model} × {inv.cpu_count}",
+        f"  memory    {fmt_bytes(inv.memory_total)}",
+        f"  python    {inv.python}",
+        "  frameworks " + (", ".join(f"{k} {v}" for k, v in inv.frameworks.items()) or "none"),
+    ]
+    if inv.gpus:
+        lines.append(f"  driver    {inv.driver_version}   CUDA {inv.cuda_version}")
+    else:
+        lines.append(f"  gpus      none ({inv.nvml_error or 'no NVIDIA GPU'})")
+    for gpu in inv.gpus:
+        link = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}" if gpu.pcie_gen else "PCIe ?"
+        lines.append(
+            f"  gpu {gpu.index}     {gpu.name}  {fmt_bytes(gpu.memory_total)}  {link}  "
+            f"NVLink links {gpu.nvlink_links}  GPM {'yes' if gpu.gpm else 'no'}  {gpu.uuid}"
+        )
+    lines.append("sample")
+    for name, value in sample.host.values.items():
+        spec = HOST_FIELDS.get(name)
+        lines.append(f"  host {name:<14} {fmt_value(value, spec.unit if spec else '')}")
+    for gpu_sample in sample.gpus:
+        lines.append(f"  gpu {gpu_sample.index} state {gpu_sample.state}")
+        for name, value in gpu_sample.values.items():
+            spec = GPU_FIELDS.get(name)
+            lines.append(f"    {name:<16} {fmt_value(value, spec.unit if spec else '')}")
+        for name, reason in gpu_sample.errors.items():
+            lines.append(f"    {name:<16} error: {reason}")
+    return "\n".join(lines)

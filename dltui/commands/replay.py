@@ -1,0 +1,24 @@
+"""`dltui replay FILE [FILE ...]`: recordings in the TUI, side by side."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui replay",
+        description="Replay recordings in the TUI, side by side, each server named by its file.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    from dltui.tui.replay_app import create_replay_app
+
+    app = create_replay_app(args.files)
+    app.run()
+    return app.return_code or 0

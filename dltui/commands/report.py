@@ -1,0 +1,30 @@
+"""`dltui report FILE [FILE ...] -o DIR`: a Markdown and HTML report with plots."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+from dltui.errors import UsageError
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui report",
+        description="A Markdown and HTML report with PNG plots from recordings.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("the report needs matplotlib (pip install 'dltui[report]')")
+    from dltui.recording.report import write_report
+
+    index = write_report(args.files, args.output)
+    print(f"dltui report: {index} and {index.with_suffix('.html')}")
+    return 0

@@ -1,0 +1,58 @@
+"""`dltui [AGENT ...]`: the TUI on these agents; with none, on an agent started for this machine."""
+
+from __future__ import annotations
+
+import argparse
+
+from dltui.client.target import Target
+from dltui.commands.options import (
+    add_connection_options,
+    add_rate_option,
+    reach,
+    secret_option,
+    target_argument,
+)
+
+COMMANDS = """\
+commands:
+  dltui agent --listen HOST:PORT | --stdio   run an agent on a server
+  dltui probe AGENT [--json]                 print an agent's inventory and a sample
+  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table
+  dltui bench models [--agent AGENT] …       train CNNs, print images/s
+  dltui record -o FILE [AGENT ...]           record agents' frames to a file
+  dltui replay FILE [FILE ...]               replay recordings side by side
+  dltui export FILE --format csv|json -o OUT tidy tables of a recording
+  dltui report FILE [FILE ...] -o DIR        Markdown/HTML report with plots
+  dltui serve [--port N] [ARGS ...]          the TUI on a local web page
+
+With no AGENT, dltui starts an agent for this machine and shows it."""
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui",
+        description="Compare deep-learning servers live: telemetry and benchmarks side by side.",
+        epilog=COMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "agents",
+        nargs="*",
+        type=target_argument,
+        metavar="AGENT",
+        help="see 'reaching agents' below",
+    )
+    add_rate_option(parser)
+    add_connection_options(parser)
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    secret = secret_option(args.secret_file)
+    targets = reach(args, args.agents or [Target("local")])  # each server once
+    from dltui.tui.app import create_app
+
+    app = create_app(targets, secret=secret, rate_hz=args.rate)
+    app.run()
+    return app.return_code or 0
