@@ -86,19 +86,23 @@ class Session:
     # --- outgoing -------------------------------------------------------------------------
 
     def offer(self, mono: float, frame: bytes) -> None:
-        """A sample frame from the sampler; kept if the client's schedule asks for it.
+        """A sample frame from the sampler; kept if the client's rate asks for it.
 
-        Samples are due one period apart on a schedule of their own, not counted from the last
-        one sent, so a rate between the agent's ticks is kept on average (7 Hz from a 10 Hz
-        agent: 7 a second, 0.1 or 0.2 s apart) and half a tick of slack lets a late tick count.
-        After a pause the schedule starts again instead of catching up in a burst.
+        At the agent's rate or more, every tick: a late tick and the on-time one the sampler
+        runs right after it come close together, and neither may be skipped. Below it, samples
+        are due one period apart on a schedule of their own, not counted from the last one sent,
+        so the rate is kept on average (7 Hz from a 10 Hz agent: 7 a second, 0.1 or 0.2 s
+        apart), half a tick of slack lets a late tick count, and after a pause the schedule
+        starts again instead of catching up in a burst.
         """
         if self._period is None:
             return
-        if self._due is not None and mono < self._due - 0.5 / self.agent.rate_hz:
-            return
-        due = mono if self._due is None else self._due + self._period
-        self._due = due if due > mono else mono + self._period
+        tick = 1.0 / self.agent.rate_hz
+        if self._period > tick * 1.05:
+            if self._due is not None and mono < self._due - tick / 2:
+                return
+            due = mono if self._due is None else self._due + self._period
+            self._due = due if due > mono else mono + self._period
         if len(self._samples) >= QUEUE_LIMIT:
             self._samples.popleft()
             self.dropped += 1
