@@ -14,6 +14,7 @@ from typing import Any, Literal, Union
 
 import pytest
 
+from dltui import userfiles
 from dltui.agent import admission, server, session
 from dltui.protocol import auth, framing, messages, seal
 from tests.conformance.document import constants, structures
@@ -66,7 +67,7 @@ def test_the_constants_are_the_codes():
     assert c["MAX_FRAME_BEFORE_AUTH"] == session.MAX_FRAME_BEFORE_AUTH
     assert c["NONCE_SIZE"] == auth.NONCE_SIZE == len(auth.new_nonce())
     assert c["MIN_SECRET_SIZE"] == auth.MIN_SECRET_SIZE
-    assert c["MAX_SECRET_FILE"] == auth.MAX_SECRET_FILE
+    assert c["MAX_SECRET_FILE"] == userfiles.MAX_SECRET_FILE
     assert c["TAG_SIZE"] == seal.TAG_SIZE
     assert c["MAX_RATE_HZ"] == messages.MAX_RATE_HZ
     assert c["QUEUE_LIMIT"] == session.QUEUE_LIMIT
