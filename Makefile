@@ -30,8 +30,10 @@ lint: $(VENV)/.test
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy
 
+# In parallel (pytest-xdist), one worker per core; worksteal evens out the long tests at the end.
+TEST_WORKERS ?= auto
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test

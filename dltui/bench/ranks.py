@@ -13,13 +13,15 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from dltui.bench.backends import error_text
@@ -74,23 +76,25 @@ def run_rank(report: Reporter, work: Callable[[], None]) -> int:
     return 0
 
 
-def free_port() -> int:
-    """A loopback port free right now, for rank 0's rendezvous store. Another process could take
-    it before rank 0 binds it; the run then fails with rank 0's error, it does not hang."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+@contextmanager
+def local_rendezvous() -> Iterator[str]:
+    """Where the ranks of a run on this server meet: a file in a folder of its own, not a port.
+    A port free when chosen can be taken before rank 0 binds it (seen under parallel tests);
+    torch.distributed's file store needs no port, and the folder goes when the run does."""
+    with tempfile.TemporaryDirectory(prefix="dltui-ranks-") as folder:
+        yield Path(folder, "store").as_uri()
 
 
 def join_process_group(device: Any, master: str, rank: int, world: int, timeout_s: float) -> None:
     """torch.distributed's group for this rank: NCCL on a GPU (bound to `device`, so it connects
-    at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs."""
+    at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs.
+    `master` is rank 0's HOST:PORT across servers, a file:// rendezvous on one."""
     import torch.distributed as dist
 
     on_gpu = device.type == "cuda"
     dist.init_process_group(
         "nccl" if on_gpu else "gloo",
-        init_method=f"tcp://{master}",
+        init_method=master if "://" in master else f"tcp://{master}",
         rank=rank,
         world_size=world,
         timeout=timedelta(seconds=timeout_s),
@@ -201,7 +205,9 @@ def rank_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--report-fd", required=True, type=int)
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--world", type=int, default=1)
-    parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
+    parser.add_argument(
+        "--master", default="127.0.0.1:0", help="rank 0's HOST:PORT, or a file:// rendezvous"
+    )
     parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
     parser.add_argument("--tf-workers", type=json.loads, default=None, help="TF workers' HOST:PORT")
     parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")

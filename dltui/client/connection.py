@@ -108,6 +108,10 @@ async def handshake(
             raise AuthError(
                 f"agent speaks protocol {hello.version}, this client {PROTOCOL_VERSION}"
             )
+        if hello.challenge is not None and len(hello.challenge) != auth.NONCE_SIZE:
+            raise ProtocolError(
+                f"the agent's challenge must be {auth.NONCE_SIZE} bytes, got {len(hello.challenge)}"
+            )
         if hello.challenge is not None and secret is None:
             raise AuthError("the agent requires a secret: pass --secret-file")
         nonce = auth.new_nonce()

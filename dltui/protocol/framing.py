@@ -80,8 +80,10 @@ class FrameDecoder:
             return False, None
         (length,) = _HEADER.unpack_from(self._buffer)
         if length > self.max_frame + self.overhead:
+            tag = f" (a body of {self.max_frame} and a {self.overhead}-byte tag)"
             raise ProtocolError(
-                f"declared frame length {length} exceeds the limit of {self.max_frame}"
+                f"declared frame length {length} exceeds the limit of "
+                f"{self.max_frame + self.overhead}{tag if self.overhead else ''}"
             )
         end = HEADER_SIZE + length
         if len(self._buffer) < end:

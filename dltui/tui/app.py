@@ -116,6 +116,8 @@ class DltuiApp(App[None]):
             new = list(fleet.servers.values())[len(self.strip.columns) :]
             if new:
                 await self.strip.add_servers(new)
+                if not self.is_running:
+                    return  # the app shut down while the columns were mounted: no screen now
             self._summary = self._fleet_words()
             self._apply_filter()
         self.sub_title = self._summary + self._run_status() + self._recording_status()

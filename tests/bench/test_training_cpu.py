@@ -17,6 +17,9 @@ from dltui.bench.training import run_models
 from dltui.plans.names import MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
+from tests.conftest import SLOW
+
+pytestmark = SLOW
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TINY = {"device": "cpu", "image_size": 67, "batch": 2, "warmup": 1, "steps": 3, "classes": 10}

@@ -64,10 +64,10 @@ def test_what_is_no_regular_file_of_its_size_is_refused_unread(oddities, loader,
     if loader == "recording" and kind == "sparse":
         pytest.skip("recordings may be large: a sparse one reads as no recording (below)")
     tracemalloc.start()
-    began = time.monotonic()
+    began = time.process_time()  # the work done, whatever else shares the cores
     with pytest.raises(error) as raised:
         load(path)
-    took = time.monotonic() - began
+    took = time.process_time() - began
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     message = str(raised.value)
@@ -116,11 +116,11 @@ def test_bad_toml_is_one_short_line(tmp_path, loader, case):
     path = tmp_path / "file.toml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     load, error = LOADERS[loader]
-    began = time.monotonic()
+    began = time.process_time()  # the work done, whatever else shares the cores
     with pytest.raises(error) as raised:
         load(path)
     message = str(raised.value)
-    assert time.monotonic() - began < 2.0
+    assert time.process_time() - began < 2.0
     # A file that parses is the plan's own check's to judge: it names what is wrong, not where.
     assert message.startswith((f"{loader} {path}", "unknown ")), message
     assert "\n" not in message and len(message) - len(str(path)) < LONGEST_LINE, message

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 
 from dltui.bench.models import MIN_IMAGE
 from dltui.bench.placement import Placement, place
-from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
+from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, local_rendezvous, supervise
 from dltui.bench.reference import published_training
 from dltui.plans.check import PlanError
 from dltui.plans.names import CPU_RANKS
@@ -96,11 +96,12 @@ def run_models(
         def reported(result: ModelResult, emit: OnResult = emit) -> None:
             emit(_with_reference(result))
 
-        commands, reports = _commands(plan, job)
-        measured, failure = supervise(
-            commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
-            should_stop, ModelResult, placement.env if placement is not None else None,
-        )  # fmt: skip
+        with local_rendezvous() as here:
+            commands, reports = _commands(plan, job, here)
+            measured, failure = supervise(
+                commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
+                should_stop, ModelResult, placement.env if placement is not None else None,
+            )  # fmt: skip
         if failure is not None and plan.cluster is not None:
             # One part of a run across servers: fail the job, so the client stops the others
             # and names this server.
@@ -155,8 +156,9 @@ def _torch_replicas(device: str, gpus: int) -> int:
     return gpus or available
 
 
-def _commands(plan: ModelPlan, job: TrainJob) -> tuple[list[list[str]], bool]:
-    """The rank processes of this server, and whether global rank 0 (which reports) is here."""
+def _commands(plan: ModelPlan, job: TrainJob, here: str) -> tuple[list[list[str]], bool]:
+    """The rank processes of this server, and whether global rank 0 (which reports) is here;
+    `here` is where they meet when the run is this server's alone."""
     role = plan.cluster
     base = [sys.executable, "-m", "dltui.bench.training.rank", "--job", json.dumps(asdict(job))]
     if plan.framework == "tensorflow":
@@ -165,7 +167,7 @@ def _commands(plan: ModelPlan, job: TrainJob) -> tuple[list[list[str]], bool]:
         cluster = ["--tf-workers", json.dumps(role.peers), "--tf-task", str(role.rank_offset)]
         return [base + cluster], role.rank_offset == 0
     if role is None:
-        master = f"127.0.0.1:{free_port()}"
+        master = here
         ranks = [(rank, rank) for rank in range(job.replicas)]
         reports = True
     else:
