@@ -236,7 +236,7 @@ class ModelResult:
     gpu_set: list[int] = field(default_factory=list)
     """The NVML indices of the GPUs the ranks ran on, in rank order; empty where unknown."""
     placement: str | None = None
-    """Why those GPUs, in words ("GPU 0,1: NVLink ×18 · NUMA 0")."""
+    """Why those GPUs, in words ("GPU 0,1 · NVLink ×18 (NVSwitch) · NUMA 0")."""
 
 
 @dataclass(frozen=True, slots=True)
