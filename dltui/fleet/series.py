@@ -1,4 +1,10 @@
-"""A fixed-size ring buffer of (time, value) points; NaN marks a gap."""
+"""A ring buffer of (time, value) points with an hour of coarser history; NaN marks a gap.
+
+The newest `capacity` points are kept as they came (a minute or two at 10 Hz: what the one-
+minute chart draws point by point). A point that falls off the ring is folded into a bucket of
+`BUCKET_S` seconds that keeps the largest value in it, for `HISTORY_S` seconds: what the ten-
+minute and one-hour charts draw, each of whose cells spans several seconds anyway.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,23 @@ import math
 from array import array
 
 GAP = math.nan
+EMPTY = -math.inf
+"""A bucket or cell no point fell in (telemetry values are never -inf)."""
+HISTORY_S = 3600.0
+BUCKET_S = 2.0
+BUCKETS = int(HISTORY_S / BUCKET_S)
+_NO_BUCKETS = array("f", [EMPTY]) * BUCKETS
 
 
 class Series:
-    """The last `capacity` points of one telemetry field, in compact float arrays.
+    """The last `capacity` points of one telemetry field, and an hour of its peaks.
 
-    Memory is fixed at creation (16 bytes a point), so 64 servers × 8 GPUs × 20 fields cost a
-    known amount however long the session runs; older history belongs to recordings.
+    Memory is fixed (16 bytes a point, 4 bytes a bucket once the ring first wraps), so 64
+    servers × 8 GPUs × 20 fields cost a known amount however long the session runs; older
+    history belongs to recordings.
     """
 
-    __slots__ = ("_head", "_size", "_t", "_v", "capacity")
+    __slots__ = ("_bucket", "_coarse", "_head", "_size", "_t", "_v", "capacity")
 
     def __init__(self, capacity: int = 1200) -> None:
         self.capacity = capacity
@@ -23,17 +36,41 @@ class Series:
         self._v = array("d", bytes(8 * capacity))
         self._head = 0
         self._size = 0
+        self._coarse: array[float] | None = None
+        self._bucket = 0
+        """The newest bucket's number (time // BUCKET_S)."""
 
     def __len__(self) -> int:
         return self._size
 
     def append(self, t: float, value: float) -> None:
         head = self._head
+        if self._size == self.capacity:
+            self._fold(self._t[head], self._v[head])
+        else:
+            self._size += 1
         self._t[head] = t
         self._v[head] = value
-        self._head = (head + 1) % self.capacity
-        if self._size < self.capacity:
-            self._size += 1
+        head += 1
+        self._head = 0 if head == self.capacity else head
+
+    def _fold(self, t: float, value: float) -> None:
+        """Keep a point leaving the ring as its bucket's peak (a gap in a bucket wins)."""
+        bucket = int(t // BUCKET_S)
+        coarse = self._coarse
+        if coarse is None:
+            coarse = self._coarse = array("f", _NO_BUCKETS)
+            self._bucket = bucket - 1
+        newest = self._bucket
+        if bucket > newest:
+            for skipped in range(newest + 1, min(bucket, newest + BUCKETS + 1)):
+                coarse[skipped % BUCKETS] = EMPTY
+            self._bucket = bucket
+            coarse[bucket % BUCKETS] = value
+        elif bucket > newest - BUCKETS:  # a clock that stepped back: into its bucket
+            old = coarse[bucket % BUCKETS]
+            if value != value or (old == old and value > old):
+                coarse[bucket % BUCKETS] = value
 
     def mark_gap(self, t: float) -> None:
         if self._size and not math.isnan(self._v[self._head - 1]):
@@ -45,6 +82,15 @@ class Series:
             return None
         value = self._v[self._head - 1]
         return None if math.isnan(value) else value
+
+    def latest(self) -> tuple[float, float] | None:
+        """The newest point that is not a gap, as (time, value): what an offline server
+        showed last."""
+        for index in reversed(self._ordered(self._size)):
+            value = self._v[index % self.capacity]
+            if not math.isnan(value):
+                return self._t[index % self.capacity], value
+        return None
 
     def last_time(self) -> float | None:
         return self._t[self._head - 1] if self._size else None
@@ -63,3 +109,58 @@ class Series:
         """The newest `n` (default all) points as (time, value), oldest first."""
         t, v = self._t, self._v
         return [(t[i], v[i]) for i in self._ordered(self._size if n is None else n)]
+
+    def _first_at(self, since: float) -> int:
+        """The logical index (0: the oldest kept point) of the first point at or after `since`."""
+        t, capacity, start = self._t, self.capacity, self._head - self._size
+        low, high = 0, self._size
+        while low < high:
+            middle = (low + high) // 2
+            if t[(start + middle) % capacity] < since:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def cells(self, end: float, seconds: float, count: int) -> list[float]:
+        """The `count` cells of `seconds` each up to the one holding `end`, oldest first, each
+        the largest value that fell in it. Cells are aligned to absolute time, so they do not
+        shift as points arrive. A gap makes its cell NaN; a cell no point fell in repeats the
+        one before it (a series sampled slower than the cells draws as a line); cells before
+        the first point are NaN."""
+        if count <= 0 or seconds <= 0:
+            return []
+        first_cell = math.floor(end / seconds) - count + 1
+        since = first_cell * seconds
+        out = [EMPTY] * count
+        oldest = self._t[(self._head - self._size) % self.capacity] if self._size else math.inf
+        coarse = self._coarse
+        if coarse is not None and since < oldest:
+            newest = min(self._bucket, int(oldest // BUCKET_S))
+            for bucket in range(
+                max(int(since // BUCKET_S), self._bucket - BUCKETS + 1), newest + 1
+            ):
+                value = coarse[bucket % BUCKETS]
+                if value == EMPTY:
+                    continue
+                index = max(math.floor(bucket * BUCKET_S / seconds) - first_cell, 0)
+                if index < count:
+                    old = out[index]
+                    if value != value or (old == old and value > old):
+                        out[index] = value
+        t, v, capacity, start = self._t, self._v, self.capacity, self._head - self._size
+        for logical in range(self._first_at(since), self._size):
+            physical = (start + logical) % capacity
+            index = math.floor(t[physical] / seconds) - first_cell
+            if not 0 <= index < count:  # a clock-offset change can step time back a little
+                continue
+            value, old = v[physical], out[index]
+            if value != value or (old == old and value > old):
+                out[index] = value
+        previous = GAP
+        for index, value in enumerate(out):
+            if value == EMPTY:
+                out[index] = previous
+            else:
+                previous = value
+        return out
