@@ -1,4 +1,4 @@
-"""The servers side by side, scrolled sideways a whole column at a time."""
+"""The servers side by side, scrolled sideways a whole column at a time, all laid out alike."""
 
 from __future__ import annotations
 
@@ -6,11 +6,50 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll
+from textual.content import Content
+from textual.widget import Widget
 
 from dltui.fleet.state import ServerView
+from dltui.tui.charts import GPU_CHARTS, TOTAL_CHARTS, present
+from dltui.tui.layout import HEADER_ROWS, plan
+from dltui.tui.view import MonitorView
 from dltui.tui.widgets.server_column import ServerColumn
 
 MIN_COLUMN = 40
+
+
+class OffScreen(Widget):
+    """'◀ 2 more' and '3 more ▶': the servers the strip has scrolled past, either side."""
+
+    DEFAULT_CSS = """
+    OffScreen {
+        height: 1;
+        background: $boost;
+        color: $text-muted;
+        display: none;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts = (0, 0, 0)
+
+    def show(self, left: int, right: int, total: int) -> None:
+        if (left, right, total) != self.counts:
+            self.counts = (left, right, total)
+            self.display = bool(left or right)
+            self.refresh()
+
+    def render(self) -> Content:
+        left, right, total = self.counts
+        width = self.content_size.width
+        first = f" ◀ {left} more (←)" if left else ""
+        last = f"(→) {right} more ▶ " if right else ""
+        middle = f"servers {left + 1}–{total - right} of {total}"
+        pad = max(width - len(first) - len(last) - len(middle), 2)
+        return Content.assemble(
+            (first, "bold"), " " * (pad // 2), middle, " " * (pad - pad // 2), (last, "bold")
+        )
 
 
 class ServerStrip(HorizontalScroll):
@@ -20,6 +59,9 @@ class ServerStrip(HorizontalScroll):
     Only the columns within a screen's width of the view keep their panels laid out: Textual
     arranges every displayed widget on each scroll, and 64 servers × 8 GPUs of panels would
     make a key press wait for 700 placements (benchmarks/ui_scale.py).
+
+    Every column gets the same layout (`dltui.tui.layout`), from the terminal's size and the
+    most GPUs and cores any shown server has, so servers line up row for row.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -31,17 +73,20 @@ class ServerStrip(HorizontalScroll):
 
     DEFAULT_CSS = """
     ServerStrip {
-        scrollbar-size-horizontal: 1;
+        scrollbar-size-horizontal: 0;
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, view: MonitorView, off_screen: OffScreen) -> None:
         super().__init__()
+        self.view = view
+        self.off_screen = off_screen
         self.columns: list[ServerColumn] = []
         self.column_width = MIN_COLUMN
+        self._shape: tuple[object, ...] | None = None
 
     async def add_servers(self, servers: list[ServerView]) -> None:
-        new = [ServerColumn(server) for server in servers]
+        new = [ServerColumn(server, self.view) for server in servers]
         self.columns += new
         await self.mount_all(new)
         self.share_width()
@@ -53,32 +98,59 @@ class ServerStrip(HorizontalScroll):
         super().watch_scroll_x(old, new)
         self.cull()
 
+    def shown(self) -> list[ServerColumn]:
+        return [column for column in self.columns if column.display]
+
     def cull(self) -> None:
         """Lay out the panels of the columns near the view (its page of columns and the pages
         either side, so stepping within a page changes nothing); the others show a header."""
-        shown = [column for column in self.columns if column.display]
+        shown = self.shown()
         per_page = max(self.size.width // self.column_width, 1)
-        page = int(self.scroll_x // self.column_width) // per_page
+        first = round(self.scroll_x / self.column_width)
+        page = first // per_page
         for index, column in enumerate(shown):
             column.body.display = abs(index // per_page - page) <= 1
+        right = max(len(shown) - first - per_page, 0)
+        self.off_screen.show(min(first, len(shown)), right, len(shown))
 
     def share_width(self) -> None:
         """Columns share the width, never narrower than MIN_COLUMN: one server gets long
-        sparklines, and many scroll sideways."""
-        shown = [column for column in self.columns if column.display]
+        charts, and many scroll sideways."""
+        shown = self.shown()
         if not shown or not self.size.width:
             return
         self.column_width = max(MIN_COLUMN, self.size.width // len(shown))
         for column in shown:
             column.styles.width = self.column_width
         self.cull()
+        self.relayout()
+
+    def relayout(self, force: bool = False) -> None:
+        """Work out the layout for the shown servers and hand it to every column; only when
+        something it depends on moved (the size, the mode, a server's GPUs or fields)."""
+        shown = self.shown()
+        servers = [column.server for column in shown]
+        gpus = max((len(column.gpu_indices()) for column in shown), default=0)
+        cores = max((len(server.cpu_per_core) for server in servers), default=0)
+        gpu_charts = present(GPU_CHARTS, servers)
+        total_charts = present(TOTAL_CHARTS, servers)
+        height = self.size.height - HEADER_ROWS - 1
+        shape = (height, self.column_width, gpus, cores, gpu_charts, total_charts, self.view.mode)
+        if shape == self._shape and not force:
+            return
+        self._shape = shape
+        view = self.view
+        view.gpu_charts, view.total_charts = gpu_charts, total_charts
+        view.layout = plan(height, self.column_width, gpus, cores, len(gpu_charts), view.mode)
+        for column in self.columns:
+            column.apply(view.layout)
 
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
         return [column for column in self.columns if self.screen.can_view_partial(column)]
 
     def _column_width(self) -> int:
-        shown = [column for column in self.columns if column.display]
+        shown = self.shown()
         return (shown[0].outer_size.width or 1) if shown else 1
 
     def action_step(self, direction: int) -> None:

@@ -1,0 +1,49 @@
+"""A server's benchmark job in two lines at the top of its column, always two (blank without
+one), so the rows below stay in line with the other columns: its state and progress with an
+estimate of what is left, then the case it runs or its latest result."""
+
+from __future__ import annotations
+
+from textual.content import Content
+
+from dltui.tui.layout import JOB_ROWS
+from dltui.tui.widgets.job_panel import STATE_STYLES, left_text, progress_bar, result_line
+from dltui.tui.widgets.panel import FleetPanel
+
+
+class JobLine(FleetPanel):
+    DEFAULT_CSS = f"""
+    JobLine {{
+        height: {JOB_ROWS};
+        padding: 0 1;
+    }}
+    """
+
+    def lines(self, width: int) -> list[Content]:
+        job = self.server.latest_job
+        if job is None:
+            return [Content.styled("no benchmark run", "$text-disabled"), Content("")]
+        timebase = self.view.timebase
+        state = job.state
+        if state == "running" and timebase.ended(self.server.source):
+            words = Content.styled(
+                f"job {job.id} · running when the recording ended", "$text-warning"
+            )
+            return [words, Content.styled(job.label, "$text-muted")]
+        head = Content.assemble(
+            ("job ", "$text-muted"),
+            (job.id, "bold"),
+            " · ",
+            (state, f"bold {STATE_STYLES.get(state, '')}"),
+        )
+        if state == "running":
+            left = left_text(job.remaining(timebase.now(self.server.source)))
+            room = width - len(head.plain) - len(left) - 1
+            first = head + " " + progress_bar(job, room) + left if room >= 12 else head + left
+            return [first, Content.styled(job.label, "$text-muted")]
+        count = len(job.results) + len(job.model_results)
+        if job.error:
+            head += Content.styled(f": {job.error}", STATE_STYLES.get(state, ""))
+        else:
+            head += Content.styled(f" · {count} result{'s' * (count != 1)}", "$text-muted")
+        return [head, result_line(job, width) or Content("")]
