@@ -30,6 +30,11 @@ def chart_rows(
     for chart, height in zip(charts, heights, strict=False):
         if height <= 0:
             continue
+        why = gpu.errors.get(chart.name)
+        if why is not None:  # this tick's read failed: say so where its chart is
+            lines.append(Content.styled(f"{chart.name}: {why}", "$text-warning"))
+            lines += [Content("")] * (height - 1)
+            continue
         if chart.name not in gpu.series:
             lines.append(Content.styled(f"{chart.label:<7}not reported", "$text-disabled"))
             lines += [Content("")] * (height - 1)
@@ -65,9 +70,9 @@ class GpuPanel(FleetPanel):
         if gpu is not None and gpu.state == "ok" and (held := throttle_text(gpu)):
             title += f" · {held}"
         if gpu is not None and gpu.state == "error":
-            title += " · ⚠ read error"
+            title += " · ⚠ error reading this GPU"
         elif gpu is not None and gpu.errors:
-            title += f" · ⚠ {len(gpu.errors)} unread"
+            title += f" · ⚠ {len(gpu.errors)} field{'s' * (len(gpu.errors) != 1)} unread (d)"
         return title
 
     def subtitle(self) -> str | None:
@@ -96,4 +101,12 @@ class GpuPanel(FleetPanel):
             return [Content.styled("no samples yet", "$text-muted")]
         if gpu.state == "lost":
             return [Content.styled("✕ lost: stopped answering NVML", "bold $text-error")]
-        return chart_rows(self, self.view.gpu_charts, gpu, width, self.heights())
+        heights = self.heights()
+        lines = chart_rows(self, self.view.gpu_charts, gpu, width, heights)
+        if gpu.state == "error":  # why first, in the rows the charts would have taken
+            why = [
+                Content.styled(f"{name}: {text}", "$text-warning")
+                for name, text in gpu.errors.items()
+            ]
+            lines = [Content.styled("⚠ error reading this GPU", "bold $text-warning"), *why, *lines]
+        return lines[: sum(heights)]
