@@ -308,6 +308,8 @@ class DltuiApp(App[None]):
         layout = self.view.layout
         if mode not in ("compact", "panels", "auto"):
             mode = "panels" if layout is None or layout.compact else "compact"
+        if (mode == "compact") == self.strip.auto_compact():
+            mode = "auto"  # what the size chooses anyway: follow it again when the size changes
         self.view.mode = mode  # type: ignore[assignment]
         self.view.changed()
         self.strip.relayout(force=True)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 HEADER_ROWS = 4
 """Name, GPUs, link state, and one line of detail (rtt and offset, or why it is down)."""
-JOB_ROWS = 2
-"""A job's state and progress, then its current case or latest result (blank without one)."""
+JOB_ROWS = 3
+"""A job's state and progress, its current case (or why it failed), its latest result; blank
+without one."""
 HOST_LINE_ROWS = 1
 PANEL_CHART_ROWS = 2
 """A chart needs two rows to be a chart (eight braille levels); fewer and the table is better."""

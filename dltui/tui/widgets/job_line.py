@@ -1,6 +1,6 @@
-"""A server's benchmark job in two lines at the top of its column, always two (blank without
-one), so the rows below stay in line with the other columns: its state and progress with an
-estimate of what is left, then the case it runs or its latest result."""
+"""A server's benchmark job in three lines at the top of its column, always three (blank
+without one), so the rows below stay in line with the other columns: its state and progress
+with an estimate of what is left, the case it runs (or why it failed), its latest result."""
 
 from __future__ import annotations
 
@@ -22,14 +22,15 @@ class JobLine(FleetPanel):
     def lines(self, width: int) -> list[Content]:
         job = self.server.latest_job
         if job is None:
-            return [Content.styled("no benchmark run", "$text-disabled"), Content("")]
+            return [Content.styled("no benchmark run", "$text-disabled")]
+        latest = result_line(job, width) or Content("")
         timebase = self.view.timebase
         state = job.state
         if state == "running" and timebase.ended(self.server.source):
             words = Content.styled(
                 f"job {job.id} · running when the recording ended", "$text-warning"
             )
-            return [words, Content.styled(job.label, "$text-muted")]
+            return [words, Content.styled(job.label, "$text-muted"), latest]
         head = Content.assemble(
             ("job ", "$text-muted"),
             (job.id, "bold"),
@@ -40,10 +41,8 @@ class JobLine(FleetPanel):
             left = left_text(job.remaining(timebase.now(self.server.source)))
             room = width - len(head.plain) - len(left) - 1
             first = head + " " + progress_bar(job, room) + left if room >= 12 else head + left
-            return [first, Content.styled(job.label, "$text-muted")]
+            return [first, Content.styled(job.label, "$text-muted"), latest]
         count = len(job.results) + len(job.model_results)
-        if job.error:
-            head += Content.styled(f": {job.error}", STATE_STYLES.get(state, ""))
-        else:
-            head += Content.styled(f" · {count} result{'s' * (count != 1)}", "$text-muted")
-        return [head, result_line(job, width) or Content("")]
+        head += Content.styled(f" · {count} result{'s' * (count != 1)}", "$text-muted")
+        why = Content.styled(job.error or "", STATE_STYLES.get(state, ""))
+        return [head, why, latest]

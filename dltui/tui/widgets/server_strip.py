@@ -145,6 +145,13 @@ class ServerStrip(HorizontalScroll):
         for column in self.columns:
             column.apply(view.layout)
 
+    def auto_compact(self) -> bool:
+        """Whether the layout chooses the table by itself at this size."""
+        if self._shape is None:
+            return True
+        height, width, gpus, cores, gpu_charts, _, _ = self._shape
+        return plan(height, width, gpus, cores, len(gpu_charts), "auto").compact  # type: ignore[arg-type]
+
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
         return [column for column in self.columns if self.screen.can_view_partial(column)]
