@@ -48,7 +48,6 @@ from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import MonitorView
-from dltui.tui.widgets.graph import WINDOWS, window_words
 from dltui.tui.widgets.server_column import ServerColumn
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
@@ -299,8 +298,6 @@ class DltuiApp(App[None]):
             self.view.changed()
         else:
             self.view.next_window()
-        assert self.view.window in WINDOWS
-        self.notify(f"charts show the last {window_words(self.view.window)}", timeout=2)
 
     def action_mode(self, mode: str = "") -> None:
         """Compact (a line per GPU) or panels (charts per GPU); without a word, the other one

@@ -145,6 +145,15 @@ def _combine(how: Combine, columns: list[list[float]], count: int) -> list[float
     return out
 
 
+def total_latest(chart: Chart, server: ServerView) -> float | None:
+    """The server's latest value of the field, its GPUs combined as the chart combines them."""
+    if chart.host:
+        return _latest(server.host.get(chart.name))
+    latest = [v for gpu in server.gpus.values() if (v := _latest(gpu.series.get(chart.name)))
+              is not None]  # fmt: skip
+    return _combine(chart.combine, [[v] for v in latest], 1)[0] if latest else None
+
+
 def total_plot(chart: Chart, server: ServerView, frame: Frame) -> Plot | None:
     """The server's chart of this field, its GPUs combined; None where it has none."""
     if chart.host:
@@ -164,8 +173,6 @@ def total_plot(chart: Chart, server: ServerView, frame: Frame) -> Plot | None:
         return None
     columns = [frame.cells(gpu.series[chart.name]) for gpu in gpus]
     values = _combine(chart.combine, columns, frame.points)
-    latest = [v for gpu in gpus if (v := _latest(gpu.series[chart.name])) is not None]
-    now = _combine(chart.combine, [[v] for v in latest], 1)[0] if latest else None
     tops = [physical_top(chart.name, g.series, gpu_info(server, g.index)) for g in gpus]
     physical = None
     if all(tops):
@@ -174,4 +181,6 @@ def total_plot(chart: Chart, server: ServerView, frame: Frame) -> Plot | None:
         )
     top = full_scale(chart.name, physical, _observed(values))
     label = chart.label if chart.combine != "sum" or len(gpus) == 1 else f"Σ{chart.label}"
-    return Plot(label, short(now, chart.unit), chart.unit, top, chart.color, values)
+    return Plot(
+        label, short(total_latest(chart, server), chart.unit), chart.unit, top, chart.color, values
+    )

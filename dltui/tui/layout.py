@@ -17,7 +17,8 @@ JOB_ROWS = 3
 without one."""
 HOST_LINE_ROWS = 1
 PANEL_CHART_ROWS = 2
-"""A chart needs two rows to be a chart (eight braille levels); fewer and the table is better."""
+"""A chart needs two rows to be a chart (eight braille levels); fewer and the table is better
+(a quarter of them, the last ones, may make do with one)."""
 PANEL_MIN_WIDTH = 64
 """GPU panels go side by side where a column has this much width for each."""
 HOST_PANEL_FIXED = 2 + PANEL_CHART_ROWS + 1
@@ -78,7 +79,8 @@ def plan(
     room = height - JOB_ROWS - host_panel
     gpu_height = room // panel_rows if panel_rows else 0
     chart_room = gpu_height - 2
-    fits = bool(gpus) and metrics > 0 and chart_room >= metrics * PANEL_CHART_ROWS
+    needed = metrics * PANEL_CHART_ROWS - metrics // 4
+    fits = bool(gpus) and metrics > 0 and chart_room >= needed
     compact = mode == "compact" or (mode == "auto" and gpus > 0 and not fits)
     if compact:
         table = 1 + gpus if gpus else 0

@@ -53,7 +53,8 @@ def screen_text(app: DltuiApp) -> str:
         row = lines.setdefault(int(line), [])
         row.extend(" " * (column + len(text) - len(row)))
         row[column : column + len(text)] = text
-    return "\n".join("".join(lines[y]).rstrip() for y in sorted(lines))
+    rows = range(max(app.size.height, max(lines, default=-1) + 1))
+    return "\n".join("".join(lines.get(y, [])).rstrip() for y in rows)
 
 
 async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:

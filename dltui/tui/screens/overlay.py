@@ -22,7 +22,7 @@ from textual.widgets import Footer, Header
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
-from dltui.tui.charts import TOTAL_CHARTS, Chart, Frame, present, total_plot
+from dltui.tui.charts import TOTAL_CHARTS, Chart, Frame, present, total_latest, total_plot
 from dltui.tui.units import short
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_words
@@ -86,7 +86,7 @@ class OverlayChart(Widget):
         lines_of = [plot.values if plot is not None else [math.nan] * chars * 2 for plot in plots]
         grid = line_rows(lines_of, top, height)
         axis = axis_labels(top, unit, height)
-        values = [self._latest(server) for server in owner.servers]
+        values = [total_latest(self.chart, server) for server in owner.servers]
         base_index = owner.baseline
         side = []
         for index in range(len(owner.servers)):
@@ -112,15 +112,6 @@ class OverlayChart(Widget):
                 line += side[row]
             lines.append(line)
         return Content("\n").join(lines)
-
-    def _latest(self, server: ServerView) -> float | None:
-        """The server's value now, combined over its GPUs as the chart combines them."""
-        frame = Frame(self.owner.view.timebase.now(server.source), 1.0, 1, 1)
-        plot = total_plot(self.chart, server, frame)
-        if plot is None:
-            return None
-        series_value = plot.values[-1] if plot.values else math.nan
-        return None if math.isnan(series_value) else series_value
 
 
 class OverlayScreen(Screen[None]):

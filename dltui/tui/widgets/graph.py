@@ -122,10 +122,18 @@ def axis_labels(top: float, unit: str, height: int) -> list[str]:
     return [label.rjust(AXIS) for label in labels]
 
 
+def _ago(seconds: float) -> str:
+    """'−60s', '−5m', '−1h': how long before now, in the largest unit it is a whole number of."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"−{seconds / 3600:g}h"
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"−{seconds / 60:g}m"
+    return f"−{seconds:g}s"
+
+
 def time_axis(width: int, window: float) -> str:
     """'−60s ──── −30s ──── now' under a chart `width` characters wide."""
-    unit, scale = ("h", 3600.0) if window >= 3600 else ("m", 60.0) if window >= 600 else ("s", 1.0)
-    left, middle = f"−{window / scale:g}{unit}", f"−{window / 2 / scale:g}{unit}"
+    left, middle = _ago(window), _ago(window / 2)
     if width < len(left) + len(middle) + 8:
         return f"{left} {'─' * max(width - len(left) - 5, 0)} now"[:width]
     half = (width - len(middle)) // 2

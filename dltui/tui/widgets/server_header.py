@@ -61,7 +61,8 @@ def link_state(server: ServerView, timebase: Timebase) -> tuple[Content, Content
         return Content.styled("✕ auth failed", "bold $text-error"), why
     words = "✕ offline"
     if server.link_since is not None:
-        words += f" since {clock_time(server.link_since)} ({now - server.link_since:.0f}s ago)"
+        ago = max(now - server.link_since, 0.0)
+        words += f" since {clock_time(server.link_since)} ({ago:.0f}s ago)"
     detail = Content.styled(as_of(server), "bold $text-muted")
     if server.link_detail:
         detail += Content.styled(f" · {server.link_detail}", "$text-muted")
