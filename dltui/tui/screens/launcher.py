@@ -67,6 +67,14 @@ class ServerChoice(SelectionList[str]):
             self.replace_option_prompt_at_index(index, self.prompt(source, source in chosen))
 
 
+class PlanButton(RadioButton):
+    """A plan: the chosen one shows its dot, the others none (not a colour alone)."""
+
+    @property  # type: ignore[misc]
+    def BUTTON_INNER(self) -> str:  # noqa: N802 (the name Textual's toggle button reads)
+        return "●" if self.value else " "
+
+
 class LauncherScreen(ModalScreen[Start | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "Close"),
@@ -164,7 +172,7 @@ class LauncherScreen(ModalScreen[Start | None]):
                         yield Label("Plan", classes="heading")
                         with RadioSet(id="plans"):
                             for index, builtin in enumerate(BUILTINS):
-                                yield RadioButton(builtin.title, value=index == 0, name=builtin.key)
+                                yield PlanButton(builtin.title, value=index == 0, name=builtin.key)
                         yield Input(placeholder="plan file, e.g. nightly.toml", id="plan-file",
                                     compact=True)  # fmt: skip
                 with Horizontal(id="options"):
