@@ -71,7 +71,7 @@ class PlanButton(RadioButton):
     """A plan: the chosen one shows its dot, the others none (not a colour alone)."""
 
     @property  # type: ignore[misc]
-    def BUTTON_INNER(self) -> str:  # noqa: N802 (the name Textual's toggle button reads)
+    def BUTTON_INNER(self) -> str:  # the name Textual's toggle button reads
         return "●" if self.value else " "
 
 
