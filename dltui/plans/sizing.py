@@ -53,11 +53,6 @@ def on_cpu(plan: Plan, inventory: Inventory) -> bool:
     return plan.device == "cpu" or not inventory.gpus
 
 
-def gpu_count(plan: Plan, inventory: Inventory) -> int:
-    """GPUs (or CPU processes) a kernel plan's all-reduce and copies use."""
-    return plan.gpus or max(len(inventory.gpus), 2 if on_cpu(plan, inventory) else 1)
-
-
 def kernel_cases(plan: KernelPlan, inventory: Inventory) -> int:
     """Timed results the plan makes on this server: the progress bar's total."""
     sizes = SET_CASES[plan.shape_set]

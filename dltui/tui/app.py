@@ -24,6 +24,7 @@ from typing import ClassVar
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
@@ -47,7 +48,7 @@ from dltui.tui.screens.overlay import OverlayScreen
 from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.terminal import watch_terminal
-from dltui.tui.view import MonitorView
+from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.server_column import ServerColumn
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
@@ -135,6 +136,8 @@ class DltuiApp(App[None]):
         await self.session.close()
 
     async def redraw(self) -> None:
+        if not self.screen_stack:
+            return  # the app is closing: its screens are gone
         fleet = self.fleet
         if fleet.version != self._drawn_version:
             self._drawn_version = fleet.version
@@ -303,11 +306,12 @@ class DltuiApp(App[None]):
         """Compact (a line per GPU) or panels (charts per GPU); without a word, the other one
         than what shows."""
         layout = self.view.layout
-        if mode not in ("compact", "panels", "auto"):
-            mode = "panels" if layout is None or layout.compact else "compact"
-        if (mode == "compact") == self.strip.auto_compact():
-            mode = "auto"  # what the size chooses anyway: follow it again when the size changes
-        self.view.mode = mode  # type: ignore[assignment]
+        chosen: Mode = "compact" if mode == "compact" else "panels"
+        if mode not in ("compact", "panels"):
+            chosen = "panels" if layout is None or layout.compact else "compact"
+        if (chosen == "compact") == self.strip.auto_compact():
+            chosen = "auto"  # what the size chooses anyway: follow it again when the size changes
+        self.view.mode = chosen
         self.view.changed()
         self.strip.relayout(force=True)
 
@@ -441,7 +445,7 @@ class DltuiApp(App[None]):
         state = await self.session.run_plans(run)
         for screen in self.screen_stack:  # nothing left to cancel, on the main screen's footer
             screen.refresh_bindings()  # too, which shows under the run's progress
-        severity = "information" if state == "done" else "warning"
+        severity: SeverityLevel = "information" if state == "done" else "warning"
         self.notify(
             f"{run.description}: {state} — press v for the results", severity=severity, timeout=10
         )

@@ -24,7 +24,7 @@ SEEK_STEP_S = 10.0
 
 class ReplayApp(DltuiApp):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle", "Play/pause"),
+        Binding("space", "play_pause", "Play/pause"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("left_square_bracket", "seek(-1)", "−10 s", key_display="["),
@@ -93,7 +93,7 @@ class ReplayApp(DltuiApp):
                 self.notify(damage, severity="warning", timeout=20)
             self._told[track.name] = damage
 
-    def action_toggle(self) -> None:
+    def action_play_pause(self) -> None:
         self.replay.toggle()
         self._moved()
 

@@ -33,7 +33,7 @@ def needs_terminal() -> str | None:
     return None
 
 
-def watch_terminal(app: App[object]) -> None:
+def watch_terminal(app: App[None]) -> None:
     """Exit the app on SIGHUP, and when stdin reports the terminal closed (polled, cheaply,
     a few times a second). For an app on a real terminal, from its on_mount."""
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, app.exit)

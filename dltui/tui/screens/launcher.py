@@ -70,9 +70,16 @@ class ServerChoice(SelectionList[str]):
 class PlanButton(RadioButton):
     """A plan: the chosen one shows its dot, the others none (not a colour alone)."""
 
-    @property  # type: ignore[misc]
-    def BUTTON_INNER(self) -> str:  # the name Textual's toggle button reads
-        return "●" if self.value else " "
+    def __init__(self, label: str, value: bool, name: str) -> None:
+        super().__init__(label, value=value, name=name)
+        self._mark()
+
+    def watch_value(self) -> None:
+        super().watch_value()
+        self._mark()
+
+    def _mark(self) -> None:
+        self.BUTTON_INNER = "●" if self.value else " "
 
 
 class LauncherScreen(ModalScreen[Start | None]):

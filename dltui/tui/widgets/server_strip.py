@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -10,12 +11,29 @@ from textual.content import Content
 from textual.widget import Widget
 
 from dltui.fleet.state import ServerView
-from dltui.tui.charts import GPU_CHARTS, TOTAL_CHARTS, present
-from dltui.tui.layout import HEADER_ROWS, plan
-from dltui.tui.view import MonitorView
+from dltui.tui.charts import GPU_CHARTS, TOTAL_CHARTS, Chart, present
+from dltui.tui.layout import HEADER_ROWS, Layout, plan
+from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.server_column import ServerColumn
 
 MIN_COLUMN = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the layout depends on: the columns' size and what the shown servers have."""
+
+    height: int
+    width: int
+    gpus: int
+    cores: int
+    gpu_charts: tuple[Chart, ...]
+    total_charts: tuple[Chart, ...]
+    mode: Mode
+
+    def layout(self, mode: Mode | None = None) -> Layout:
+        return plan(self.height, self.width, self.gpus, self.cores, len(self.gpu_charts),
+                    mode or self.mode)  # fmt: skip
 
 
 class OffScreen(Widget):
@@ -83,7 +101,7 @@ class ServerStrip(HorizontalScroll):
         self.off_screen = off_screen
         self.columns: list[ServerColumn] = []
         self.column_width = MIN_COLUMN
-        self._shape: tuple[object, ...] | None = None
+        self._shape: Shape | None = None
 
     async def add_servers(self, servers: list[ServerView]) -> None:
         new = [ServerColumn(server, self.view) for server in servers]
@@ -132,25 +150,21 @@ class ServerStrip(HorizontalScroll):
         servers = [column.server for column in shown]
         gpus = max((len(column.gpu_indices()) for column in shown), default=0)
         cores = max((len(server.cpu_per_core) for server in servers), default=0)
-        gpu_charts = present(GPU_CHARTS, servers)
-        total_charts = present(TOTAL_CHARTS, servers)
         height = self.size.height - HEADER_ROWS - 1
-        shape = (height, self.column_width, gpus, cores, gpu_charts, total_charts, self.view.mode)
+        view = self.view
+        shape = Shape(height, self.column_width, gpus, cores, present(GPU_CHARTS, servers),
+                      present(TOTAL_CHARTS, servers), view.mode)  # fmt: skip
         if shape == self._shape and not force:
             return
         self._shape = shape
-        view = self.view
-        view.gpu_charts, view.total_charts = gpu_charts, total_charts
-        view.layout = plan(height, self.column_width, gpus, cores, len(gpu_charts), view.mode)
+        view.gpu_charts, view.total_charts = shape.gpu_charts, shape.total_charts
+        view.layout = shape.layout()
         for column in self.columns:
             column.apply(view.layout)
 
     def auto_compact(self) -> bool:
         """Whether the layout chooses the table by itself at this size."""
-        if self._shape is None:
-            return True
-        height, width, gpus, cores, gpu_charts, _, _ = self._shape
-        return plan(height, width, gpus, cores, len(gpu_charts), "auto").compact  # type: ignore[arg-type]
+        return self._shape is None or self._shape.layout("auto").compact
 
     def on_screen(self) -> list[ServerColumn]:
         """The columns in view: the only ones worth redrawing."""
