@@ -28,7 +28,7 @@ class Series:
     history belongs to recordings.
     """
 
-    __slots__ = ("_bucket", "_coarse", "_head", "_size", "_t", "_v", "capacity")
+    __slots__ = ("_bucket", "_coarse", "_head", "_memo", "_size", "_t", "_v", "capacity")
 
     def __init__(self, capacity: int = 1200) -> None:
         self.capacity = capacity
@@ -39,6 +39,10 @@ class Series:
         self._coarse: array[float] | None = None
         self._bucket = 0
         """The newest bucket's number (time // BUCKET_S)."""
+        self._memo: tuple[float, int, float, list[float], int] | None = None
+        """The last cells asked for (seconds, count, the newest point's time then, the values
+        before filling in, the first cell): the next ask, a moment later, works out again only
+        the cells from that point's on."""
 
     def __len__(self) -> int:
         return self._size
@@ -127,36 +131,30 @@ class Series:
         the largest value that fell in it. Cells are aligned to absolute time, so they do not
         shift as points arrive. A gap makes its cell NaN; a cell no point fell in repeats the
         one before it (a series sampled slower than the cells draws as a line); cells before
-        the first point are NaN."""
+        the first point are NaN.
+
+        A chart asks again a few times a second as time moves on: the cells it had are kept,
+        and only the newest (where points arrive) are worked out again."""
         if count <= 0 or seconds <= 0:
             return []
         first_cell = math.floor(end / seconds) - count + 1
-        since = first_cell * seconds
-        out = [EMPTY] * count
-        oldest = self._t[(self._head - self._size) % self.capacity] if self._size else math.inf
-        coarse = self._coarse
-        if coarse is not None and since < oldest:
-            newest = min(self._bucket, int(oldest // BUCKET_S))
-            for bucket in range(
-                max(int(since // BUCKET_S), self._bucket - BUCKETS + 1), newest + 1
-            ):
-                value = coarse[bucket % BUCKETS]
-                if value == EMPTY:
-                    continue
-                index = max(math.floor(bucket * BUCKET_S / seconds) - first_cell, 0)
-                if index < count:
-                    old = out[index]
-                    if value != value or (old == old and value > old):
-                        out[index] = value
-        t, v, capacity, start = self._t, self._v, self.capacity, self._head - self._size
-        for logical in range(self._first_at(since), self._size):
-            physical = (start + logical) % capacity
-            index = math.floor(t[physical] / seconds) - first_cell
-            if not 0 <= index < count:  # a clock-offset change can step time back a little
-                continue
-            value, old = v[physical], out[index]
-            if value != value or (old == old and value > old):
-                out[index] = value
+        memo = self._memo
+        redo = 0
+        if memo is not None and memo[0] == seconds and memo[1] == count:
+            seen_until, kept = memo[2], memo[3]
+            shift = first_cell - memo[4]
+            # Points since come at or after the newest one it had: from its cell on, again.
+            redo = min(max(math.floor(seen_until / seconds) - first_cell, 0), count - shift)
+            if 0 <= shift < count and redo > 0:
+                raw = kept[shift : shift + redo] + [EMPTY] * (count - redo)
+            else:
+                redo = 0
+        if redo == 0:
+            raw = [EMPTY] * count
+        self._fill(raw, first_cell, redo, seconds)
+        newest = self.last_time()
+        self._memo = (seconds, count, -math.inf if newest is None else newest, raw, first_cell)
+        out = raw.copy()
         previous = GAP
         for index, value in enumerate(out):
             if value == EMPTY:
@@ -164,3 +162,38 @@ class Series:
             else:
                 previous = value
         return out
+
+    def _fill(self, raw: list[float], first_cell: int, start: int, seconds: float) -> None:
+        """Fold every point (bucket peaks, then points as they came) into the cells of `raw`
+        from `start` on; raw[0] is cell `first_cell`."""
+        count = len(raw)
+        since = (first_cell + start) * seconds
+        oldest = self._t[(self._head - self._size) % self.capacity] if self._size else math.inf
+        coarse = self._coarse
+        if coarse is not None and since < oldest:
+            newest = min(self._bucket, int(oldest // BUCKET_S))
+            for bucket in range(max(int(since // BUCKET_S), self._bucket - BUCKETS + 1),
+                                newest + 1):  # fmt: skip
+                value = coarse[bucket % BUCKETS]
+                if value == EMPTY:
+                    continue
+                index = max(math.floor(bucket * BUCKET_S / seconds) - first_cell, start)
+                if index < count:
+                    old = raw[index]
+                    if value != value or (old == old and value > old):
+                        raw[index] = value
+        scale = 1.0 / seconds
+        begin = self._first_at(since)
+        physical = (self._head - self._size + begin) % self.capacity
+        remaining = self._size - begin
+        while remaining > 0:  # the ring in at most two runs
+            stop = min(physical + remaining, self.capacity)
+            for t, value in zip(self._t[physical:stop], self._v[physical:stop], strict=True):
+                index = int(t * scale) - first_cell
+                if not start <= index < count:  # a clock-offset change can step time back
+                    continue
+                old = raw[index]
+                if value != value or (old == old and value > old):
+                    raw[index] = value
+            remaining -= stop - physical
+            physical = 0

@@ -4,6 +4,7 @@ axes, the physical scales and the layout that lines servers up."""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -42,6 +43,28 @@ def test_an_hour_of_ten_hertz_is_kept_as_peaks_in_buckets():
     assert len(hour) == 60 and not any(math.isnan(v) for v in hour)
     assert sorted(hour).count(100.0) == 6  # every peak survives the folding into buckets
     assert series._coarse is not None and len(series._coarse) * 4 == 3600 / BUCKET_S * 4
+
+
+def _fresh(series: Series) -> Series:
+    """The same points, with nothing remembered of earlier asks."""
+    copy = Series(series.capacity)
+    copy._t, copy._v, copy._head, copy._size = series._t, series._v, series._head, series._size
+    return copy
+
+
+@pytest.mark.parametrize("seconds", [0.3, 1.0, 19.0])
+def test_cells_asked_again_as_time_moves_on_equal_cells_worked_out_afresh(seconds):
+    rng = random.Random(7)
+    series = Series(capacity=5000)
+    t = 1000.0
+    for step in range(2000):
+        t += rng.choice([0.1, 0.1, 0.5, 2.0])
+        series.append(t, math.nan if rng.random() < 0.02 else rng.random() * 100)
+        if step % 9 == 0:  # now, a little after the newest point, or before it (a skewed clock)
+            end = t + rng.uniform(-3.0, 1.0)
+            got, want = series.cells(end, seconds, 40), _fresh(series).cells(end, seconds, 40)
+            assert len(got) == 40
+            assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, want))
 
 
 def test_the_latest_value_before_a_gap():

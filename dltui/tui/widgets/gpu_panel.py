@@ -95,6 +95,9 @@ class GpuPanel(FleetPanel):
             return layout.chart_rows
         return split(max(self.content_size.height, 1), len(self.view.gpu_charts))
 
+    def charts_now(self) -> bool:
+        return True
+
     def lines(self, width: int) -> list[Content]:
         gpu = self.server.gpus.get(self.index)
         if gpu is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from textual.content import Content
 
@@ -42,23 +43,27 @@ def _levels(values: Sequence[float], top: float, dots: int) -> list[int | None]:
     ]
 
 
+@cache
+def _area_column(left: int | None, right: int | None, height: int) -> tuple[str, ...]:
+    """One character column of a filled chart, top row first: two points' heights in dots."""
+    if left is None and right is None:
+        return (" ",) * height
+    column = []
+    for row in range(height - 1, -1, -1):
+        bits = _FILL_LEFT[min(max((left or 0) - row * 4, 0), 4)]
+        bits |= _FILL_RIGHT[min(max((right or 0) - row * 4, 0), 4)]
+        column.append(chr(0x2800 + bits) if bits else " ")
+    return tuple(column)
+
+
 def area_rows(values: Sequence[float], top: float, height: int) -> list[str]:
     """A filled chart, top row first: `values` holds two points per character across."""
     levels = _levels(values, top, height * 4)
     if len(levels) % 2:
         levels.append(None)
-    rows = []
-    for row in range(height - 1, -1, -1):
-        chars = []
-        for left, right in zip(levels[::2], levels[1::2], strict=True):
-            if left is None and right is None:
-                chars.append(" ")
-                continue
-            bits = _FILL_LEFT[min(max((left or 0) - row * 4, 0), 4)]
-            bits |= _FILL_RIGHT[min(max((right or 0) - row * 4, 0), 4)]
-            chars.append(chr(0x2800 + bits) if bits else " ")
-        rows.append("".join(chars))
-    return rows
+    columns = [_area_column(left, right, height)
+               for left, right in zip(levels[::2], levels[1::2], strict=True)]  # fmt: skip
+    return ["".join(row) for row in zip(*columns, strict=True)] if columns else [""] * height
 
 
 def _line_bits(values: Sequence[float], top: float, height: int) -> list[list[int]]:

@@ -110,6 +110,9 @@ class HostPanel(FleetPanel):
             return "host"
         return f"host · {inventory.cpu_count} CPUs · {inventory.memory_total / 2**30:.0f} GiB"
 
+    def charts_now(self) -> bool:
+        return self.has_class("-panel")
+
     def lines(self, width: int) -> list[Content]:
         server = self.server
         if "cpu" not in server.host:

@@ -8,6 +8,7 @@ on the detail screen, `auto`: a render that changes its number of lines asks for
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 from textual.content import Content
@@ -16,11 +17,13 @@ from textual.widget import Widget
 from dltui.fleet.state import ServerView
 from dltui.tui.charts import Frame
 from dltui.tui.view import MonitorView
-from dltui.tui.widgets.graph import plot_points
+from dltui.tui.widgets.graph import MARGIN, plot_points
 from dltui.tui.widgets.spark import PhaseSpan, phase_marks
 
 RECENT_PHASES = 400  # more than fit a chart's hour, however short the cases
 DEFAULT_WIDTH = 34
+MIN_POINT_S = 0.5
+"""A chart redraws at most this often, whatever the window (the app's redraw rate)."""
 
 
 class FleetPanel(Widget):
@@ -71,9 +74,27 @@ class FleetPanel(Widget):
         return phase_marks(spans, frame.last_char - frame.chars + 1, frame.chars,
                            frame.char_seconds)  # fmt: skip
 
+    def charts_now(self) -> bool:
+        """Whether this panel draws charts now (see `sync`)."""
+        return False
+
+    def _chart_version(self) -> Hashable:
+        """What a panel of charts draws changes when a new point starts at the right of its
+        charts (or the view, the link or the benchmark cases change), not with every sample:
+        a point of a minute's chart 40 cells wide is over a second, of an hour's half a
+        minute. Painting the dense braille is what costs; the figures beside it wait a point."""
+        chars = max((self.content_size.width or DEFAULT_WIDTH) - MARGIN, 1)
+        point_s = max(self.view.window / (chars * 2), MIN_POINT_S)
+        now = self.view.timebase.now(self.server.source)
+        server = self.server
+        return (self.view.version, server.link, len(server.phases), math.floor(now / point_s))
+
     def sync(self, version: Hashable) -> bool:
-        """Redraw if the fleet or the view changed since this panel last drew; cheap, the work
-        is in render(). True when it will redraw."""
+        """Redraw if the fleet or the view changed since this panel last drew (a panel of
+        charts: see `_chart_version`); cheap, the work is in render(). True when it will
+        redraw."""
+        if self.charts_now():
+            version = self._chart_version()
         if version == self._drawn_version:
             return False
         self._drawn_version = version

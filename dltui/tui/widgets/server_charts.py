@@ -20,6 +20,9 @@ class ServerCharts(FleetPanel):
     }
     """
 
+    def charts_now(self) -> bool:
+        return True
+
     def lines(self, width: int) -> list[Content]:
         charts = self.view.total_charts
         if not self.server.gpus:  # its GPUs' rows are its host's
