@@ -64,7 +64,9 @@ def test_cells_asked_again_as_time_moves_on_equal_cells_worked_out_afresh(second
             end = t + rng.uniform(-3.0, 1.0)
             got, want = series.cells(end, seconds, 40), _fresh(series).cells(end, seconds, 40)
             assert len(got) == 40
-            assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, want))
+            assert all(
+                a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, want, strict=True)
+            )
 
 
 def test_the_latest_value_before_a_gap():
