@@ -105,4 +105,5 @@ class CommandLine(Input):
             placeholder=":bench quick · :record · :filter gpu-0 · :window 10m · :help",
             suggester=SuggestFromList(suggestions(), case_sensitive=False),
             id="command",
+            compact=True,
         )

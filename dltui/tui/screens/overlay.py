@@ -27,16 +27,7 @@ from dltui.tui.units import short
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_words
 
-COLORS = (
-    "$accent",
-    "$warning",
-    "$success",
-    "$error",
-    "#88c0d0",
-    "#b48ead",
-    "$secondary",
-    "$primary-lighten-2",
-)
+COLORS = ("#5fafff", "#ffaf5f", "#87d75f", "#d787d7", "#5fd7d7", "#ff5f5f", "#d7d75f", "#afafaf")
 """A colour per server, in order; more servers than colours are not drawn (filter with /)."""
 DIFF_WIDTH = 30
 REDRAW_S = 0.5

@@ -18,6 +18,7 @@ from dltui.protocol.fields import throttle_words
 from dltui.tui.charts import gpu_info
 from dltui.tui.scales import CLOCK_FLOOR_MHZ, physical_top
 from dltui.tui.units import short
+from dltui.tui.widgets.graph import MUTED
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.spark import hbar
 
@@ -174,7 +175,7 @@ class GpuTable(FleetPanel):
             parts.append(" ")
             if column.bar:
                 fraction = column.fraction(server, gpu)
-                style = "$text-disabled" if muted else "$accent"
+                style = MUTED if muted else "$accent"
                 parts += [(hbar(fraction, bar), f"{style} on $boost"), " "]
             text = column.text(server, gpu).rjust(column.width)
             held = column.header == "SM MHz" and held_down(gpu) and not muted

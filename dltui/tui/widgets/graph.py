@@ -24,6 +24,8 @@ _FILL_LEFT = [sum(_LEFT[:n]) for n in range(5)]
 _FILL_RIGHT = [sum(_RIGHT[:n]) for n in range(5)]
 BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
 """Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
+MUTED = "$foreground 35%"
+"""A server we cannot hear any more: its last values, greyed."""
 AXIS = SHORT
 """Cells of the y-axis labels."""
 WINDOWS = (60.0, 600.0, 3600.0)
@@ -195,7 +197,7 @@ def chart_lines(
     chars, points = plot_points(width, height)
     values = plot.values[-points:] if points else []
     marks = marks[-chars:] if chars else []
-    color = "$text-disabled" if muted else plot.color
+    color = MUTED if muted else plot.color
     value_style = "$text-muted" if muted else "bold"
     label = (plot.label.ljust(GUTTER)[:GUTTER], "$text-muted")
     if height <= 1:

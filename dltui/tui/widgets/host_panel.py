@@ -12,7 +12,7 @@ from dltui.fleet.state import ServerView
 from dltui.tui.charts import HOST_CHARTS, total_plot
 from dltui.tui.layout import core_rows
 from dltui.tui.units import short
-from dltui.tui.widgets.graph import chart_lines
+from dltui.tui.widgets.graph import MUTED, chart_lines
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.spark import hbar, level_char
 
@@ -123,7 +123,7 @@ class HostPanel(FleetPanel):
             bar_width = max(min(width // 6, 12), 3)
             head = Content.assemble(
                 ("cpu ", "$text-muted"),
-                (hbar((cpu or 0) / 100, bar_width), "$text-disabled" if muted else "$success"),
+                (hbar((cpu or 0) / 100, bar_width), MUTED if muted else "$success"),
                 (f" {short(cpu, '%'):>4}", "$text-muted" if muted else "bold"),
             )
             return [fitted([head, *host_words(server, muted)], width)]

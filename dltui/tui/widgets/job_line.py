@@ -31,14 +31,16 @@ class JobLine(FleetPanel):
                 f"job {job.id} · running when the recording ended", "$text-warning"
             )
             return [words, Content.styled(job.label, "$text-muted"), latest]
+        name = job.id if width >= 50 else job.id[:6]  # enough to tell jobs apart in a column
         head = Content.assemble(
             ("job ", "$text-muted"),
-            (job.id, "bold"),
+            (name, "bold"),
             " · ",
             (state, f"bold {STATE_STYLES.get(state, '')}"),
         )
         if state == "running":
-            left = left_text(job.remaining(timebase.now(self.server.source)))
+            heard = timebase.replay or self.server.link == "live"  # else no pace to go by
+            left = left_text(job.remaining(timebase.now(self.server.source))) if heard else ""
             room = width - len(head.plain) - len(left) - 1
             first = head + " " + progress_bar(job, room) + left if room >= 12 else head + left
             return [first, Content.styled(job.label, "$text-muted"), latest]
