@@ -107,3 +107,4 @@ class CommandLine(Input):
             id="command",
             compact=True,
         )
+        self.cursor_blink = False  # a steady cursor: the line is open only while typing
