@@ -148,7 +148,7 @@ GEMM = during("8448x48000x2816", 0.5)
 ALLREDUCE = during("64500000", 0.4)
 
 README_SCENES = (
-    Scene("gemm-h200", (120, 45), (H200,), GEMM, readme=True),
+    Scene("gemm-h200", (160, 50), (H200,), GEMM, readme=True),
     Scene("allreduce-h200", (120, 45), (H200,), ALLREDUCE, readme=True),
     Scene("side-by-side", (160, 45), PAIR, readme=True),
     Scene("fill-200x60", (200, 60), PAIR, during("64500000", 0.4), readme=True),

@@ -53,7 +53,7 @@ class ProgressBar:
         case = done - int(done)
         within = f" ({case:.0%} of this one)" if case else ""
         left = ""
-        if 0.02 <= part < 1:
+        if 0.1 <= part < 1:  # before a tenth, start-up makes any pace a guess
             left = " · " + left_words((now - self.started) * (1 - part) / part)
         line = f"{bar} {int(done)}/{total}{within}{left} {label}"
         self.out.write(f"\r\x1b[2K{line[: terminal_width(self.out) - 1]}")

@@ -73,9 +73,10 @@ class JobView:
         return min(done / self.total, 1.0)
 
     def remaining(self, now: float) -> float | None:
-        """Seconds left at the pace so far; None until the pace is known."""
+        """Seconds left at the pace so far; None until the pace is known (a tenth of the way:
+        before that, start-up and compilation make any pace a guess)."""
         progress = self.progress()
-        if self.state != "running" or self.started is None or not 0.02 <= progress < 1:
+        if self.state != "running" or self.started is None or not 0.1 <= progress < 1:
             return None
         return (now - self.started) * (1 - progress) / progress
 
