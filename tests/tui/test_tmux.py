@@ -143,8 +143,9 @@ def test_ctrl_c_in_bench_cancels_says_so_and_exits_130(terminal: Terminal) -> No
     # The full set on this CPU takes an hour: it is running when Ctrl-C comes.
     terminal.start(f"{DLTUI} bench kernels --set full --device cpu --kind gemm; echo rc=$?; "
                    "sleep 60")  # fmt: skip
-    terminal.until(lambda text: "gemm " in text and "/160" in text, timeout=90,
-                   what="the run under way")  # fmt: skip
+    text = str(terminal.until(lambda t: "gemm " in t and "/160" in t and t, timeout=90,
+                              what="the run under way"))  # fmt: skip
+    assert re.search(r"set full: 160 cases, about \d", text)  # its size, up front
     terminal.keys("C-c")
     text = str(terminal.until(lambda t: "rc=" in t and t, timeout=60, what="the exit"))
     assert "rc=130" in text and "# cancelled" in text

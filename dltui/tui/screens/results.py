@@ -92,7 +92,7 @@ class ResultsScreen(Screen[None]):
     DEFAULT_CSS = """
     ResultsScreen {
         & #settings {
-            height: 1;
+            height: auto;
             padding: 0 1;
             background: $boost;
             color: $text-muted;

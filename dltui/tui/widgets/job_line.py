@@ -42,7 +42,10 @@ class JobLine(FleetPanel):
             heard = timebase.replay or self.server.link == "live"  # else no pace to go by
             left = left_text(job.remaining(timebase.now(self.server.source))) if heard else ""
             room = width - len(head.plain) - len(left) - 1
-            first = head + " " + progress_bar(job, room) + left if room >= 12 else head + left
+            if room >= 12:
+                first = head + " " + progress_bar(job, room) + left
+            else:  # no room for a bar: the count, at least
+                first = head + f" {job.done}/{job.total}" + left
             return [first, Content.styled(job.label, "$text-muted"), latest]
         count = len(job.results) + len(job.model_results)
         head += Content.styled(f" · {count} result{'s' * (count != 1)}", "$text-muted")
