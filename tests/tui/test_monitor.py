@@ -193,3 +193,14 @@ async def test_a_replay_says_it_is_one() -> None:
         await wait_until(pilot, lambda: "replay ended" in app.sub_title)
         await wait_for_text(pilot, r"■ recording ended")
         await wait_for_text(pilot, r"job \w+ · done · 17 results")
+
+
+async def test_a_job_the_recording_ends_in_says_so(tmp_path) -> None:
+    cut = tmp_path / "cut.dlrec"
+    whole = CPU.read_bytes()
+    cut.write_bytes(whole[: len(whole) // 2])  # stopped mid-run: no end of the job in it
+    app = create_replay_app([cut])
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.replay.seek(app.replay.length)
+        text = await wait_for_text(pilot, r"job \w+ · running when the recording ended")
+        assert "■ recording ended" in text and "left" not in text
