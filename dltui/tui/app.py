@@ -49,7 +49,6 @@ from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
-from dltui.tui.widgets.server_column import ServerColumn
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
 
@@ -390,11 +389,6 @@ class DltuiApp(App[None]):
                 return column.server
         shown = self.strip.on_screen()
         return shown[0].server if shown else None
-
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """A column that takes the focus comes into view whole."""
-        if isinstance(event.widget, ServerColumn):
-            self.strip.scroll_to_widget(event.widget, animate=False)
 
     def action_theme(self) -> None:
         self.theme = (

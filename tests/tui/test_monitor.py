@@ -40,7 +40,9 @@ async def test_eight_gpus_the_host_and_a_job_fit_80x24() -> None:
     app = create_app([])
     async with app.run_test(size=(80, 24)) as pilot:
         fleet_of(app, [8])
-        text = await wait_for_text(pilot, r"\n +7 ")
+        await wait_for_text(pilot, r"\n +7 ")
+        await wait_for_text(pilot, r"job job1 · running █+·+ 9/60")
+        text = await wait_for_text(pilot, r"\n util +100%┤")
         rows = text.splitlines()
         assert len(rows) == 24
         assert re.search(r"job job1 · running █+·+ 9/60", text)

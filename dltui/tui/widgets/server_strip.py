@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll
 from textual.content import Content
@@ -96,12 +97,14 @@ class ServerStrip(HorizontalScroll):
     """
 
     def __init__(self, view: MonitorView, off_screen: OffScreen) -> None:
-        super().__init__()
+        super().__init__(can_focus=False)  # its columns take the focus; their keys reach it
         self.view = view
         self.off_screen = off_screen
         self.columns: list[ServerColumn] = []
         self.column_width = MIN_COLUMN
         self._shape: Shape | None = None
+        self._first = 0
+        """The column at the left edge, as last asked for (the scroll lands a moment later)."""
 
     async def add_servers(self, servers: list[ServerView]) -> None:
         new = [ServerColumn(server, self.view) for server in servers]
@@ -114,6 +117,7 @@ class ServerStrip(HorizontalScroll):
 
     def watch_scroll_x(self, old: float, new: float) -> None:
         super().watch_scroll_x(old, new)
+        self._first = round(new / self.column_width)  # a mouse wheel moves it too
         self.cull()
 
     def shown(self) -> list[ServerColumn]:
@@ -175,9 +179,35 @@ class ServerStrip(HorizontalScroll):
         return (shown[0].outer_size.width or 1) if shown else 1
 
     def action_step(self, direction: int) -> None:
-        width = self._column_width()
-        self.scroll_to(x=(round(self.scroll_x / width) + direction) * width, animate=False)
+        self._scroll_to_column(self._first + direction)
 
     def action_step_to(self, index: int) -> None:
-        x = self.max_scroll_x if index < 0 else index * self._column_width()
-        self.scroll_to(x=x, animate=False)
+        width = self._column_width()
+        self._scroll_to_column(round(self.max_scroll_x / width) if index < 0 else index)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """A column taking the focus (tab) comes into view whole, the view moving by columns."""
+        shown = self.shown()
+        if not isinstance(event.widget, ServerColumn) or event.widget not in shown:
+            return
+        width = self._column_width()
+        per_page = max(self.size.width // width, 1)
+        at, first = shown.index(event.widget), self._first
+        if not first <= at < first + per_page:
+            self._first = at if at < first else at - per_page + 1
+            self.scroll_to(x=self._first * width, animate=False)
+
+    def _scroll_to_column(self, index: int) -> None:
+        """Put column `index` at the left edge; the focus follows the view: a focused column
+        scrolled out of it hands the focus to the nearest one in it."""
+        shown = self.shown()
+        width = self._column_width()
+        first = self._first = min(max(index, 0), max(round(self.max_scroll_x / width), 0))
+        self.scroll_to(x=first * width, animate=False)
+        per_page = max(self.size.width // width, 1)
+        focused = self.app.focused
+        if isinstance(focused, ServerColumn) and focused in shown:
+            at = shown.index(focused)
+            wanted = min(max(at, first), min(first + per_page, len(shown)) - 1)
+            if wanted != at:
+                shown[wanted].focus(scroll_visible=False)
