@@ -206,3 +206,19 @@ async def test_a_job_the_recording_ends_in_says_so(tmp_path) -> None:
         app.replay.seek(app.replay.length)
         text = await wait_for_text(pilot, r"job \w+ · running when the recording ended")
         assert "■ recording ended" in text and "left" not in text
+
+
+async def test_the_focused_server_is_lit_and_the_focus_follows_the_view() -> None:
+    app = create_app([])
+    async with app.run_test(size=(80, 30)) as pilot:
+        fleet_of(app, [2] * 4, seconds=10)
+        strip = app.strip
+        await wait_until(pilot, lambda: len(strip.columns) == 4 and app.focused is strip.columns[0])
+        lit = strip.columns[0].header.styles.background
+        assert lit != strip.columns[1].header.styles.background  # the focus ring: its header
+        await pilot.press("right", "right")  # two columns on: the first two are out of view
+        await wait_until(pilot, lambda: app.focused is strip.columns[2])
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is strip.columns[3])
+        await pilot.press("d")  # d opens the focused one
+        await wait_until(pilot, lambda: app.screen.sub_title == "gpu-03 in detail")
