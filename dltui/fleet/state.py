@@ -62,8 +62,9 @@ class JobView:
     results: list[KernelResult] = field(default_factory=list)
     model_results: list[ModelResult] = field(default_factory=list)
     ended: float | None = None
-    started: float | None = None
-    """When its first frame came, on the server's timeline: how long it has been running."""
+    started: float | None = field(default=None, compare=False)
+    """When its first frame came, on the server's timeline: how long it has been running (not
+    part of what the frames say, so two views of one job compare equal without it)."""
 
     def progress(self) -> float:
         """0–1 over its cases, a training run's current case by its own fraction."""
