@@ -178,3 +178,14 @@ async def test_the_launcher_says_what_is_chosen_how_big_each_plan_is_and_x_close
         text = await wait_for_text(pilot, r"a TOML file with \[kernels\] and \[models\] tables")
         await pilot.press("x")
         await wait_until(pilot, lambda: answers == [None])
+
+
+async def test_the_phases_of_a_sweep_say_how_many_processes_each_run_had() -> None:
+    app = create_replay_app([FIXTURES / "h200-models.dlrec", FIXTURES / "cpu-models.dlrec"])
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.replay.playing = False
+        app.replay.seek(app.replay.length)
+        await pilot.press("v", "p")
+        text = await wait_for_text(pilot, r"alexnet bf16 batch 512 ×2 procs")
+        assert "alexnet bf16 batch 512 ×1 proc " in text
+        assert "alexnet bf16 batch 512 ×1 GPU " in text  # the H200's, the same configuration
