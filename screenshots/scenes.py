@@ -153,8 +153,7 @@ README_SCENES = (
     Scene("side-by-side", (160, 45), PAIR, readme=True),
     Scene("fill-200x60", (200, 60), PAIR, during("64500000", 0.4), readme=True),
     Scene("eight-gpus-80x24", (80, 24), fleet=lambda: made_up((8,)), readme=True),
-    Scene("offline-aligned", (120, 40), fleet=lambda: made_up((4, 4), offline=(1,)),
-          readme=True),  # fmt: skip
+    Scene("offline-aligned", (120, 40), fleet=lambda: made_up((4, 4), (1,)), readme=True),
     Scene("overlay", (160, 45), PAIR, ALLREDUCE, keys=("o",), readme=True),
     Scene("results", (120, 40), PAIR, keys=("v",), readme=True),
     Scene("phases", (140, 36), (H200,), keys=("v", "p"), readme=True),
