@@ -42,7 +42,7 @@ async def test_eight_gpus_the_host_and_a_job_fit_80x24() -> None:
         fleet_of(app, [8])
         await wait_for_text(pilot, r"\n +7 ")
         await wait_for_text(pilot, r"job job1 · running █+·+ 9/60")
-        text = await wait_for_text(pilot, r"\n util +100%┤")
+        text = await wait_for_text(pilot, r"\n util +100%┤[\s\S]*Quit")  # the footer drawn too
         rows = text.splitlines()
         assert len(rows) == 24
         assert re.search(r"job job1 · running █+·+ 9/60", text)
