@@ -141,7 +141,7 @@ async def test_overlay_draws_a_line_per_server_and_the_difference_to_a_baseline(
         await wait_for_text(pilot, "gpu-01")
         await pilot.press("o")
         await wait_until(pilot, lambda: isinstance(app.screen, OverlayScreen))
-        text = await wait_for_text(pilot, r"■ \d+W  [+−]\d+W \d\.\d\d×")  # B − A, B / A
+        text = await wait_for_text(pilot, r"■ \d+W  [+−]\d+W \d+\.\d\d×")  # B − A, B / A
         assert "differences against ◆ gpu-00" in text
         assert re.search(r"power +5600W┤", text)  # the larger server's limits set the scale
         await pilot.press("b")
