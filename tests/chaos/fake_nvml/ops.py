@@ -231,8 +231,10 @@ class OpsCalls:
 
 
 def hold_context(folder: Path, gpu: int, memory: int) -> Path:
-    """Say that this process holds a context on fake GPU `gpu` (with `memory` bytes)."""
-    path = folder / str(os.getpid())
+    """Say that this process holds a context on fake GPU `gpu` (with `memory` bytes), by its
+    PID as the host sees it, as NVML gives it: read from the host's /proc, which a process in
+    a PID namespace of its own still sees unless it mounted one of its own."""
+    path = folder / Path("/proc/self").resolve().name
     path.write_text(f"{gpu} {memory}\n")
     return path
 
