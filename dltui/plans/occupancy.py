@@ -41,12 +41,19 @@ def owner_words(process: GpuProcess) -> str:
     return f"{who} ({', '.join(where)})" if where else who
 
 
+def is_others(process: GpuProcess) -> bool:
+    """Someone else's work: not the agent's own, and not from an agent older than owners (a
+    name but no user), which could not tell its own benchmark from anyone's. A process the
+    agent could not see at all (another PID namespace) counts: it may be anyone's."""
+    return not process.own and not (process.name is not None and process.user is None)
+
+
 def others(processes: dict[int, list[GpuProcess]]) -> dict[str, list[int]]:
     """Someone else's work: owner words -> the GPUs it runs on, in order of GPU."""
     found: dict[str, list[int]] = {}
     for index in sorted(processes):
         for process in processes[index]:
-            if not process.own:
+            if is_others(process):
                 gpus = found.setdefault(owner_words(process), [])
                 if index not in gpus:
                     gpus.append(index)

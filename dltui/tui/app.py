@@ -37,6 +37,7 @@ from dltui.recording.format import Header as RecordingHeader
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.screens.detail import DetailScreen
+from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.screens.launcher import LauncherScreen, Start
 from dltui.tui.screens.progress import Next, ProgressScreen
@@ -64,6 +65,7 @@ class DltuiApp(App[None]):
         Binding("v", "results", "Results"),
         Binding("d", "detail", "Detail"),
         Binding("T", "topology", "Topology", show=False),
+        Binding("e", "events", "Events", show=False),
         Binding("x", "cancel_run", "Cancel run"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("t", "theme", "Theme"),
@@ -219,6 +221,9 @@ class DltuiApp(App[None]):
             self.notify("no server to show yet")
             return
         self.push_screen(DetailScreen(server, self.fleet))
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.fleet))
 
     def action_topology(self) -> None:
         server = self._current_server()

@@ -117,3 +117,10 @@ def test_busy_words_name_others_work_and_leave_dltuis_own_out() -> None:
     )
     assert busy_words({0: [ours]}) is None
     assert owner_words(GpuProcess(9)) == "pid 9"
+
+
+def test_an_older_agents_processes_are_nobodys_work_and_an_unseen_one_is_anyones() -> None:
+    older = GpuProcess(4242, 70 << 30, "python")  # named, no owner: an agent before owners
+    unseen = GpuProcess(77, 1 << 30)  # in a PID namespace the agent cannot see into
+    assert busy_words({0: [older]}) is None
+    assert busy_words({0: [older, unseen]}) == "pid 77 on GPU 0"

@@ -18,7 +18,9 @@ HELP = """\
             [b]b[/b] baseline, [b]m[/b] metric (throughput, per watt, scaling efficiency),
             [b]s[/b] sort by the cursor's column, [b]e[/b] export CSV/JSON, [b]p[/b] phases
   [b]d[/b]         the server under the focus in detail (or click its header): every GPU,
-            its processes, throttle reasons in words, telemetry per benchmark case
+            its processes, throttle reasons in words, telemetry per benchmark case;
+            processes by owner (job, container, user), health events, MIG instances
+  [b]e[/b]         every server's health events and alerts, newest first
   [b]/[/b]         filter servers by name      [b]t[/b] light or dark theme
   [b]q[/b]         quit (stops the connections; a local agent exits)
   [b]?[/b]         this help; [b]escape[/b] or [b]?[/b] closes it

@@ -98,7 +98,7 @@ class GpuDetail(GpuPanel):
         for meter in found:
             values = cells(meter.series.points(chart_width * 10), chart_width)
             top = scale_top(values, meter.limit, meter.floor)
-            marks = chart_marks(meter, len(values), spans)
+            marks = chart_marks(meter, len(values), spans, self.events())
             for row, text in enumerate(chart(values, top, chart_width, CHART_ROWS)):
                 label = meter.label if row == 0 else ""
                 value = meter.value if row == CHART_ROWS - 1 else ""

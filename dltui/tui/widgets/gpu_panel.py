@@ -103,7 +103,7 @@ class GpuPanel(FleetPanel):
                 lines.append(Content.styled("⚠ error reading this GPU", "bold $text-warning"))
             info = self._info()
             found = meters(gpu, info.memory_total if info else None)
-            lines += meter_lines(found, width, self.spans())
+            lines += meter_lines(found, width, self.spans(), self.events())
             throttle = throttle_line(gpu)
             if throttle is not None:
                 lines.append(throttle)

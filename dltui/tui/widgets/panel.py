@@ -16,12 +16,23 @@ from textual.widget import Widget
 from dltui.fleet.series import Series
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
-from dltui.tui.widgets.spark import PhaseSpan, cell_of, cells, phase_marks, scale_top, sparkline
+from dltui.tui.widgets.server_flags import event_times
+from dltui.tui.widgets.spark import (
+    PhaseSpan,
+    cell_of,
+    cells,
+    mark_events,
+    phase_marks,
+    scale_top,
+    sparkline,
+)
 
 LABEL_WIDTH = 6
 RECENT_PHASES = 200  # more than fit a chart's two minutes, however short the cases
-BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
-"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
+BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%",
+               " on $error 45%")  # fmt: skip
+"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start,
+and where a health event or alert happened (spark.mark_events)."""
 DEFAULT_WIDTH = 34
 GIB = 2**30
 
@@ -62,16 +73,23 @@ def banded(text: str, color: str, marks: list[int]) -> Content:
     return Content.assemble(*parts)
 
 
-def chart_marks(meter: Meter, count: int, spans: list[PhaseSpan]) -> list[int]:
-    """The phase marks of a meter's newest `count` cells, which end at its last point."""
+def chart_marks(
+    meter: Meter, count: int, spans: list[PhaseSpan], events: list[float] | None = None
+) -> list[int]:
+    """The phase and event marks of a meter's newest `count` cells, which end at its last
+    point."""
     last = meter.series.last_time()
-    if not spans or last is None or count <= 0:
+    if not (spans or events) or last is None or count <= 0:
         return []
-    return phase_marks(spans, cell_of(last) - count + 1, count)
+    first = cell_of(last) - count + 1
+    return mark_events(phase_marks(spans, first, count), events or [], first)
 
 
 def meter_lines(
-    meters: list[Meter], width: int, spans: list[PhaseSpan] | None = None
+    meters: list[Meter],
+    width: int,
+    spans: list[PhaseSpan] | None = None,
+    events: list[float] | None = None,
 ) -> list[Content]:
     """Meters laid out in aligned columns, each line exactly `width` cells or less; benchmark
     phases (`spans`) are bands behind the sparklines."""
@@ -84,7 +102,7 @@ def meter_lines(
         # Enough points for the widest cells at up to 20 samples a second.
         values = cells(meter.series.points(max(spark_width, 0) * 10), spark_width)
         top = scale_top(values, meter.limit, meter.floor)
-        marks = chart_marks(meter, len(values), spans or [])
+        marks = chart_marks(meter, len(values), spans or [], events)
         lines.append(
             Content.assemble(
                 (meter.label.ljust(LABEL_WIDTH)[:LABEL_WIDTH], "$text-muted"),
@@ -125,6 +143,10 @@ class FleetPanel(Widget):
         """The server's recent benchmark phases, for the bands behind its charts."""
         recent = self.server.phases[-RECENT_PHASES:]
         return [(phase.start, phase.end, phase.case) for phase in recent]
+
+    def events(self) -> list[float]:
+        """When the server's health events happened, marked on its charts."""
+        return event_times(self.server)
 
     def sync(self, version: int) -> bool:
         """Redraw if the fleet changed since this panel last drew; cheap, the work is in

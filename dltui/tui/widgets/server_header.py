@@ -12,6 +12,7 @@ from textual.message import Message
 from dltui.fleet.state import ServerView
 from dltui.protocol.messages import Inventory
 from dltui.tui.widgets.panel import FleetPanel
+from dltui.tui.widgets.server_flags import server_flags
 
 
 def gpu_summary(inventory: Inventory | None) -> list[Content]:
@@ -104,6 +105,7 @@ class ServerHeader(FleetPanel):
             name += Content.styled(f"  {server.source}", "$text-muted")
         lines = [name, *gpu_summary(server.inventory), *link_state(server, time.time())]
         lines.append(link_quality(server))
+        lines += server_flags(server)
         if server.last_error:
             lines.append(Content.styled(server.last_error, "$text-error"))
         # Wrapped, not cut: a long hostname or an error's detail is worth its extra line.
