@@ -75,6 +75,15 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def left_words(seconds: float) -> str:
+    """'~3 min left': what a run still needs at the pace so far."""
+    if seconds < 90:
+        return f"~{seconds:.0f} s left"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min left"
+    return f"~{seconds / 3600:.1f} h left"
+
+
 # --- results as text: one line per timed case or training run ----------------------------------
 
 HEADER = (

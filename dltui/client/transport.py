@@ -148,6 +148,9 @@ async def _spawn(command: list[str], what: str) -> Transport:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         limit=STREAM_LIMIT,
+        # Its own session: a terminal's Ctrl-C or hang-up reaches the client, which cancels
+        # jobs and closes stdin; the agent (or ssh) then ends in order, not mid-frame.
+        start_new_session=True,
     )
     stream = _ChildStream(process, what)
     stderr = asyncio.create_task(stream.keep_stderr())

@@ -30,6 +30,7 @@ from dltui.commands.options import (
     secret_option,
     target_argument,
 )
+from dltui.plans import sizing
 from dltui.plans.assertions import (
     EXIT_FAILED,
     Assertion,
@@ -191,7 +192,8 @@ def _models_parser(
         "or one run across servers. With --data and --target-accuracy, train on a folder of "
         "images until the held-out top-1 reaches the target (time to accuracy).",
         epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
-        "compiled, and each model's tuned batch; on a CPU fp32, eager, tf_cnn_benchmarks' batch.",
+        "compiled, and each model's tuned batch; on a CPU fp32, eager, a batch that makes a "
+        "step of a second or two, and fewer steps.",
     )
     _agents_options(parser, "with --scale-out")
     parser.add_argument(
@@ -225,8 +227,12 @@ def _models_parser(
     parser.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=None, help="torch.compile / XLA"
     )
-    parser.add_argument("--warmup", type=int, default=10, help="untimed steps (default 10)")
-    parser.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
+    parser.add_argument(
+        "--warmup", type=int, help=f"untimed steps (default 10; on a CPU {sizing.CPU_WARMUP})"
+    )
+    parser.add_argument(
+        "--steps", type=int, help=f"timed steps (default 100; on a CPU {sizing.CPU_STEPS})"
+    )
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
@@ -269,7 +275,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     check_layout(plan, len(targets), across)
     baseline = load_baseline(args.baseline) if args.baseline else None
     baselines = not getattr(args, "no_baseline", False)
-    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines)
+    given = (getattr(args, "warmup", None) is not None, getattr(args, "steps", None) is not None)
+    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines, given)
     state, table = asyncio.run(bench)
     failed = _check(args.assertions, table, baseline) if state == "done" else False
     return EXIT_FAILED if failed else JOB_EXIT[state]
@@ -315,8 +322,8 @@ def _model_plan(args: argparse.Namespace) -> ModelPlan:
         precision=args.precision,
         channels_last=args.channels_last,
         compile=args.compile,
-        warmup=args.warmup,
-        steps=args.steps,
+        warmup=10 if args.warmup is None else args.warmup,
+        steps=100 if args.steps is None else args.steps,
         image_size=args.image_size,
         classes=args.classes,
         device=args.device,
@@ -336,11 +343,15 @@ async def _bench(
     across: bool,
     rendezvous: tuple[str, int] | None,
     baselines: bool,
+    given: tuple[bool, bool] = (True, True),
 ) -> tuple[JobState, BenchTable]:
     session = ClientSession(targets, secret, CLIENT_RATE_HZ)
     async with session:
         await session.welcomed()
         names = session.names()
+        inventories = [welcome.inventory for welcome in session.welcomes().values()]
+        if isinstance(plan, ModelPlan) and all(sizing.on_cpu(plan, i) for i in inventories):
+            plan = sizing.for_cpu(plan, *given)  # a CPU's step counts, unless asked for
 
         def name(member: Member) -> str:
             return names[member.source]
@@ -355,7 +366,7 @@ async def _bench(
             state = await session.run_plans(run)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-        table.end()
+        table.end(state)
     if json_out is not None:
         json_out.write_text(json.dumps(table.report(session), indent=2) + "\n")
     return state, table

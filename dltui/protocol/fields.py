@@ -31,6 +31,7 @@ GPU_FIELDS = _table(
     FieldSpec("temp", "°C", "GPU temperature"),
     FieldSpec("clock_sm", "MHz", "SM clock"),
     FieldSpec("clock_mem", "MHz", "memory clock"),
+    FieldSpec("clock_sm_max", "MHz", "maximum SM clock"),
     FieldSpec("throttle", "", "clock throttle reasons (NVML bitmask)"),
     FieldSpec("ecc_corrected", "", "corrected ECC errors since driver load"),
     FieldSpec("ecc_uncorrected", "", "uncorrected ECC errors since driver load"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dltui.client.campaign import check_layout, is_across
+from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
 from dltui.plans.names import MODELS
@@ -29,7 +30,11 @@ class Builtin:
 SCALE_OUT_WORDS = "ResNet-50 on all GPUs of every chosen server at once, after baselines"
 BUILTINS = (
     Builtin("smoke", "Smoke test", "tiny GEMM, conv and RNN shapes: seconds, even on a CPU"),
-    Builtin("quick", "Quick kernels", "a tenth of DeepBench: 30 GEMM, conv and RNN cases"),
+    Builtin(
+        "quick",
+        "Quick kernels",
+        "a tenth of DeepBench: 10 GEMMs, 10 convolutions (3 passes each), 10 RNNs (2 passes each)",
+    ),
     Builtin("full", "DeepBench full", "160 GEMMs, 94 convs, 53 RNNs, bandwidth: an hour or more"),
     Builtin("models", "CNN models", "ResNet-50, VGG-16, GoogLeNet, AlexNet training on 1 GPU"),
     Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
@@ -76,6 +81,8 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
                          precisions=[_kernel_precision(choice, inventories)])  # fmt: skip
     precision = None if choice.precision == AUTO else choice.precision
     models = ModelPlan(framework=choice.framework, device=choice.device, precision=precision)
+    if all(sizing.on_cpu(models, inventory) for inventory in inventories):
+        models = sizing.for_cpu(models)
     plan: Plan
     across = False
     if choice.plan == "smoke":
@@ -100,6 +107,15 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     if choice.plan == "scale_up" and inventories[0].gpus:  # the GPU sets the worker will use
         title += ": " + " · ".join(gpu_names(s.gpus) for s in sweep_sets(inventories[0]))
     return Launch([(plan, across)], title)
+
+
+def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:
+    """Per server: how many cases or runs the launch makes there and about how long."""
+    lines = []
+    for name, inventory in servers.items():
+        words = [sizing.size_words(plan, inventory) for plan, _ in launch.plans]
+        lines.append(f"{name}: {' + '.join(words)}")
+    return lines
 
 
 def _from_file(choice: Choice, servers: int) -> Launch:

@@ -60,7 +60,10 @@ async def test_a_busy_and_sick_server_says_so_under_its_header_and_in_detail() -
         app.fleet.apply("gpubox:7070", replace(LINK, wall=now + 3))
         text = await wait_for_text(pilot, "busy: user alice")
         assert re.search(r"busy: user alice \(job\s+41233\) on GPU 0, 1", text.replace("\n", " "))
-        assert "⚠ GPU 1: PCIe link trained" in text
+        failed = Event(9, "remap_failed", "critical", "a row remapping failed", now + 3.2, gpu=1)
+        app.fleet.apply("gpubox:7070", failed)  # a critical condition outranks the busy line
+        text = await wait_for_text(pilot, "⚠ GPU 1: a row remapping failed")
+        assert "(+1 more)" in text and "busy: user alice" not in text
         await pilot.press("d")
         await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
         app.fleet.apply("gpubox:7070", replace(XID, wall=now + 3.5))
@@ -69,7 +72,7 @@ async def test_a_busy_and_sick_server_says_so_under_its_header_and_in_detail() -
         assert re.search(r"4242 GPU 0 · 70.0 GiB · SM 87% +python train.py --lr 0.1", text)
         assert re.search(r"4243 GPU 1 · 20.0 GiB", text)
         assert re.search(r"dltui \(this agent's benchmark\) +1 process, 10.0 GiB", text)
-        assert "Health events (1 up, 2 in all)" in text
+        assert "Health events (2 up, 3 in all)" in text
         lines = text.splitlines()
         xid = next(line for line in lines if "XID 79" in line)
         link = next(line for line in lines if "x8 (of x16)" in line and "●" in line)
@@ -121,12 +124,14 @@ async def test_mig_instances_in_the_detail_screen() -> None:
         await wait_for_text(pilot, "migbox")
         await pilot.press("d")
         text = await wait_for_text(pilot, "MIG instances")
-        assert re.search(r"GPU 0 GI 1 · 1g.18gb · 9.0/18 GiB · SM 55% · 1 process +MIG-1111", text)
-        assert re.search(r"GPU 0 GI 2 · 3g.71gb · –.* · SM – · 0 processes +MIG-2222", text)
+        assert re.search(
+            r"GPU 0 GI 1 · 1g.18gb · 9.0 GiB of 18.0 GiB · SM 55% · 1 process +MIG-1111", text
+        )
+        assert re.search(r"GPU 0 GI 2 · 3g.71gb · 71.0 GiB · SM – · 0 processes +MIG-2222", text)
         assert "GPU 0 MIG 1 · 9.0 GiB" in screen_text(app)
 
 
 def test_events_are_marked_over_the_phase_bands() -> None:
-    first = cell_of(1000.0)
-    marks = mark_events([0, 1, 3, 1], [1000.6, 5.0], first)
+    first = cell_of(1000.0, 0.5)
+    marks = mark_events([0, 1, 3, 1], [1000.6, 5.0], first, 0.5)
     assert marks == [0, EVENT_MARK, 3, 1]  # the event's cell; one long gone is not drawn

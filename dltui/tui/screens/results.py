@@ -14,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
@@ -94,7 +95,7 @@ class ResultsScreen(Screen[None]):
     DEFAULT_CSS = """
     ResultsScreen {
         & #settings {
-            height: 1;
+            height: auto;
             padding: 0 1;
             background: $boost;
             color: $text-muted;
@@ -116,16 +117,17 @@ class ResultsScreen(Screen[None]):
     """The column the rows are sorted by (None: in the order they ran), and whether the
     largest comes first."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, tab: str = "compare") -> None:
         super().__init__()
         self.fleet = fleet
+        self.tab = tab
         self.comparison = Comparison([], [])
         self._drawn: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="settings")
-        with TabbedContent(initial="compare"):
+        with TabbedContent(initial=self.tab):
             with TabPane("Compare", id="compare"):
                 yield Static(
                     "No results yet. Press b on the main screen to run a benchmark.", id="empty"
@@ -140,7 +142,8 @@ class ResultsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = "results"
         self.refresh_table()
-        self.query_one("#table", DataTable).focus()  # arrows move between cells, not tabs
+        # Arrows move between cells, not tabs.
+        self.query_one("#table" if self.tab == "compare" else "PhaseTable").focus()
         self.set_interval(REFRESH_S, self.refresh_table)
 
     def watch_baseline(self) -> None:
@@ -165,8 +168,11 @@ class ResultsScreen(Screen[None]):
 
     def _view(self) -> tuple[object, ...]:
         """What the table shows: the results, the phases, and how they are shown."""
-        counts = sum(len(j.results) + len(j.model_results)
-                     for s in self.fleet.servers.values() for j in s.jobs.values())  # fmt: skip
+        counts = sum(
+            len(j.results) + len(j.model_results)
+            for s in self.fleet.servers.values()
+            for j in s.jobs.values()
+        )
         return (counts, len(self.fleet.phases.phases), self.baseline, self.metric, self.sort)
 
     def _draw(self, comparison: Comparison) -> None:
@@ -177,21 +183,35 @@ class ResultsScreen(Screen[None]):
         table.clear(columns=True)
         sort_column, descending = self.sort
         arrow = " ▼" if descending else " ▲"
-        table.add_column("benchmark" + (arrow if sort_column is None else ""), key="")
+        first = "benchmark" + (" (last run first)" if descending and sort_column is None else "")
+        table.add_column(first, key="")
         for column in comparison.columns:
             mark = "◆ " if column == self.baseline else ""
             sort = arrow if column == sort_column else ""
             table.add_column(f"{mark}{column}{sort}", key=column)
         rows = comparison.sorted_rows(sort_column, self.metric, descending)
         for row in rows:
-            cells = [cell_text(row, column, self.baseline, self.metric)
-                     for column in comparison.columns]  # fmt: skip
+            cells = [
+                cell_text(row, column, self.baseline, self.metric) for column in comparison.columns
+            ]
             table.add_row(Text(row.label), *cells)
         if rows:
             table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
         base = "the published figure" if self.baseline == REFERENCE else self.baseline
-        settings = (f"[b]{METRIC_WORDS[self.metric]}[/b] (m), ratio to [b]{base}[/b] (b) · "
-                    "s sort by the cursor's column · e export")  # fmt: skip
+        if sort_column is None:
+            order = "in the order they ran"
+        else:
+            order = (
+                f"by {sort_column}, {'largest' if descending else 'smallest'} first in each unit"
+            )
+        settings = Content.assemble(
+            (METRIC_WORDS[self.metric], "bold"),
+            " (m), ratio to ",
+            (base, "bold"),
+            " (b) · ",
+            (order, "bold"),
+            " (s sorts by the cursor's column) · e export",
+        )
         self.query_one("#settings", Static).update(settings)
 
     def action_baseline(self) -> None:
@@ -220,4 +240,7 @@ class ResultsScreen(Screen[None]):
         self.app.push_screen(ExportScreen(self.comparison, self.baseline))
 
     def action_tab(self, tab: str) -> None:
+        """Show a tab and put the focus in it (← → move a column in the tables)."""
         self.query_one(TabbedContent).active = tab
+        focus = {"compare": "#table", "phases": "PhaseTable", "topology": "WiringSummary"}
+        self.query_one(focus[tab]).focus()

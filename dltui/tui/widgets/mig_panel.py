@@ -6,7 +6,8 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import ServerView
-from dltui.tui.widgets.panel import FleetPanel, fmt_used
+from dltui.formatting import fmt_bytes
+from dltui.tui.widgets.panel import FleetPanel
 
 
 def has_mig(server: ServerView) -> bool:
@@ -34,10 +35,12 @@ class MigPanel(FleetPanel):
             processes = self.server.processes.get(gpu.index, [])
             for instance in gpu.mig_instances:
                 values = readings.get(instance.gpu_instance, {})
-                used = fmt_used(values.get("mem_used"), instance.memory_total)
+                used = values.get("mem_used")
+                memory = (f"{fmt_bytes(used)} of " if used is not None else "") + fmt_bytes(
+                    instance.memory_total)  # fmt: skip
                 active = values.get("sm_active")
                 count = sum(p.gpu_instance == instance.gpu_instance for p in processes)
-                figures = [f"GPU {gpu.index} GI {instance.gpu_instance}", instance.profile, used,
+                figures = [f"GPU {gpu.index} GI {instance.gpu_instance}", instance.profile, memory,
                            f"SM {active:.0f}%" if active is not None else "SM –",
                            f"{count} process{'es' * (count != 1)}"]  # fmt: skip
                 lines.append(Content.assemble((" · ".join(figures), "bold"), "  ",

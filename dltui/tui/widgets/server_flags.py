@@ -1,6 +1,7 @@
-"""What a server's column flags under its header: someone else's work on its GPUs ("busy: user
-alice (job 41233)") and its worst health condition up (a link at x8, a hardware slowdown), so a
-comparison that would mislead says so before anyone reads its figures."""
+"""What a server's header flags on its last row when there is nothing else to say there:
+someone else's work on its GPUs ("busy: user alice (job 41233)") or its worst health
+condition up (a link at x8, a hardware slowdown), so a comparison that would mislead says so
+before anyone reads its figures; and when its events happened, for the marks on its charts."""
 
 from __future__ import annotations
 
@@ -15,20 +16,22 @@ SEVERITY_STYLES = {"info": "$text-muted", "warning": "bold $text-warning",
 SEVERITY_ORDER = ("info", "warning", "critical")
 
 
-def server_flags(server: ServerView) -> list[Content]:
-    """The busy line and the worst condition up, each where there is one."""
-    lines = []
-    busy = busy_words(server.processes)
-    if busy is not None:
-        lines.append(Content.styled(f"busy: {busy}", "bold $text-warning"))
+def server_flag(server: ServerView) -> Content | None:
+    """The one line to flag, where there is one: a critical condition, else someone else's
+    work on the GPUs, else the worst other condition (with how many more are up)."""
     raised = sorted(server.events.raised.values(),
                     key=lambda e: (SEVERITY_ORDER.index(e.severity), e.id))  # fmt: skip
+    sick = None
     if raised:
         worst = raised[-1]
         more = f" (+{len(raised) - 1} more)" if len(raised) > 1 else ""
-        lines.append(Content.styled(f"⚠ {event_words(worst)}{more}",
-                                    SEVERITY_STYLES[worst.severity]))  # fmt: skip
-    return lines
+        sick = Content.styled(f"⚠ {event_words(worst)}{more}", SEVERITY_STYLES[worst.severity])
+        if worst.severity == "critical":
+            return sick
+    busy = busy_words(server.processes)
+    if busy is not None:
+        return Content.styled(f"busy: {busy}", "bold $text-warning")
+    return sick
 
 
 def event_times(server: ServerView) -> list[float]:
