@@ -7,6 +7,7 @@ import logging
 import ssl
 import sys
 
+from dltui.agent.alerts import Rule
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
@@ -20,18 +21,22 @@ def run(
     tls: ssl.SSLContext | None = None,
     nvml_timeout: float = OPEN_DEADLINE,
     data_dirs: tuple[str, ...] = (),
+    rules: list[Rule] | None = None,
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
     clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
-    Time-to-accuracy plans may read `data_dirs` and the folders inside them."""
+    Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
+    config's alert rules."""
     # The sampler calls `agent` only after start(), by which time it exists.
-    sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout)
+    sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
+                      on_event=lambda event: agent.events.add([event]))  # fmt: skip
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
     if listen is None and not data_dirs:
         # Over stdio the client is the user who started the agent (a local spawn, or ssh into
         # that user's account): its plans may read any folder that user can.
         data_dirs = ("/",)
-    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs)
+    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs,
+                  rules)  # fmt: skip
 
     def ready(port: int) -> None:
         assert listen is not None  # only serve_tcp calls it

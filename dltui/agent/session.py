@@ -270,6 +270,8 @@ class Session:
             client, agent = seals(secret, challenge, message.nonce, auth_body, welcome_body)
             self.stream.seal(outgoing=agent, incoming=client)
         self.ready = True
+        for event in self.agent.events.raised():  # the conditions up now, before anything new
+            self._reply(event)
         log.info("client %s (%s) connected", message.client, self.peer)
 
     def _handle(self, message: Message) -> bool:

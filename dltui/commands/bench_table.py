@@ -84,6 +84,8 @@ class BenchTable:
         self.kernel_results: list[tuple[str, KernelResult]] = []
         self.model_results: list[tuple[str, ModelResult]] = []
         self.cancelling: asyncio.Task[None] | None = None
+        self.flagged: dict[str, str] = {}
+        """Each server's last flag: someone else's work its results shared the GPUs with."""
 
     @property
     def several(self) -> bool:
@@ -112,6 +114,11 @@ class BenchTable:
             self._draw_progress(name, message)
         elif isinstance(message, JobResult):
             self.bar.clear()
+            result = message.result or message.model
+            if result is not None and result.others and self.flagged.get(name) != result.others:
+                self.flagged[name] = result.others
+                print(f"# {name}: busy: {result.others} (forced: the figures below shared the "
+                      "GPUs with it)", flush=True)  # fmt: skip
             if message.result is not None:
                 self.kernel_results.append((name, message.result))
                 print(prefix + format_row(message.result), flush=True)

@@ -11,10 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from dltui.fleet.health import EventBook
 from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.series import Series
 from dltui.protocol.messages import (
     Error,
+    Event,
     GpuProcess,
     GpuState,
     Inventory,
@@ -26,6 +28,7 @@ from dltui.protocol.messages import (
     Link,
     LinkStateName,
     Message,
+    MigSample,
     ModelResult,
     Pong,
     Sample,
@@ -108,6 +111,10 @@ class ServerView:
     """Its benchmark cases, in the order they started (the fleet's tracker finds them)."""
     processes: dict[int, list[GpuProcess]] = field(default_factory=dict)
     """GPU index -> the compute processes on it, as last reported (every few seconds)."""
+    mig: dict[int, list[MigSample]] = field(default_factory=dict)
+    """GPU index -> its MIG instances' readings, as last reported."""
+    events: EventBook = field(default_factory=EventBook)
+    """Its health events and alerts, and the conditions up now."""
 
     @property
     def name(self) -> str:
@@ -154,6 +161,8 @@ class ServerView:
             gpu.errors = gpu_sample.errors
             if gpu_sample.processes is not None:
                 self.processes[gpu_sample.index] = gpu_sample.processes
+            if gpu_sample.mig is not None:
+                self.mig[gpu_sample.index] = gpu_sample.mig
             for name, value in gpu_sample.values.items():
                 self._series(gpu.series, name).append(t, value)
         self.samples += 1
@@ -213,6 +222,8 @@ class Fleet:
             job.state, job.error, job.ended = message.state, message.error, message.wall
         elif isinstance(message, Error):
             server.last_error = f"{message.code}: {message.message}"
+        elif isinstance(message, Event):
+            server.events.add(message)
         started = self.phases.observe(source, message, self._when(server, received))
         if started is not None:
             server.phases.append(started)

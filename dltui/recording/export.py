@@ -3,7 +3,9 @@
 Telemetry is long-form, one row per value (recording, server, time, scope, gpu, field, value):
 the shape pandas, R and spreadsheets pivot from. Kernel results are one row per timed case;
 training runs one row per run in `models` (with the scaling efficiency derived from the runs
-beside it), and their per-step times long-form in `steps`, one row per step. CSV and Parquet
+beside it), and their per-step times long-form in `steps`, one row per step. Health events and
+alerts are one row each in `events`; each GPU process seen, with its owner and place, one row
+in `processes` (health_tables.py). CSV and Parquet
 write one file per table to a directory; JSON writes one document with a key per table.
 """
 
@@ -18,14 +20,15 @@ from typing import Any
 
 from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import JobResult, ModelResult, Sample, Welcome, to_plain
+from dltui.protocol.messages import Event, JobResult, ModelResult, Sample, Welcome, to_plain
+from dltui.recording.health_tables import EVENT_COLUMNS, PROCESS_COLUMNS, ProcessTable, event_row
 from dltui.recording.reader import RecordingReader
 
 TELEMETRY_COLUMNS = ("recording", "server", "hostname", "time", "elapsed", "scope", "gpu",
                      "field", "value")  # fmt: skip
 STEP_COLUMNS = ("recording", "server", "job", "model", "gpus", "servers", "step", "seconds")
 FORMATS = ("csv", "json", "parquet")
-TABLES = ("telemetry", "results", "models", "steps")
+TABLES = ("telemetry", "results", "models", "steps", "events", "processes")
 Row = dict[str, Any]
 """One row of a table: column -> value."""
 
@@ -40,6 +43,7 @@ def tables(path: Path) -> dict[str, list[Row]]:
     found: dict[str, list[Row]] = {name: [] for name in TABLES}
     runs: list[tuple[str, ModelResult]] = []
     hostnames: dict[str, str] = {}
+    processes = ProcessTable()
     for record in reader:
         message, server = record.message, record.source
         if isinstance(message, Welcome):
@@ -47,6 +51,10 @@ def tables(path: Path) -> dict[str, list[Row]]:
         elif isinstance(message, Sample):
             found["telemetry"].extend(_sample_rows(path.stem, server, hostnames, message,
                                                    reader.header.started))  # fmt: skip
+            processes.observe(path.stem, server, hostnames.get(server, ""), message)
+        elif isinstance(message, Event):
+            found["events"].append(event_row(path.stem, server, hostnames.get(server, ""),
+                                             message, reader.header.started))  # fmt: skip
         elif isinstance(message, JobResult):
             row = {"recording": path.stem, "server": server,
                    "hostname": hostnames.get(server, ""), "job": message.job,
@@ -59,6 +67,7 @@ def tables(path: Path) -> dict[str, list[Row]]:
                 runs.append((server, message.model))
                 found["models"].append(row | _model_row(message.model))
                 found["steps"].extend(_step_rows(path.stem, server, message.job, message.model))
+    found["processes"] = processes.rows()
     for row, efficiency in zip(found["models"], scaling(runs), strict=True):
         row["efficiency_vs_one_gpu"] = efficiency.vs_one_gpu
         row["efficiency_vs_one_server"] = efficiency.vs_one_server
@@ -107,6 +116,8 @@ def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
         out.mkdir(parents=True, exist_ok=True)
         _write_csv(out / "telemetry.csv", found["telemetry"], TELEMETRY_COLUMNS)
         _write_csv(out / "steps.csv", found["steps"], STEP_COLUMNS)
+        _write_csv(out / "events.csv", found["events"], EVENT_COLUMNS)
+        _write_csv(out / "processes.csv", found["processes"], PROCESS_COLUMNS)
         for name in ("results", "models"):
             rows = found[name]
             _write_csv(out / f"{name}.csv", rows, tuple(rows[0]) if rows else ("job",))

@@ -1,12 +1,13 @@
 """`dltui report`: recordings turned into a Markdown and an HTML page with PNG plots.
 
 Per server: what it is, and how it is wired beside what it measured over its links
-(wiring.py). Per kernel case: the figure, the ratio to the V100, and the telemetry
-while it ran (power, TFLOP/s per watt, utilization, tensor activity, NVLink). Per training run:
-images/s, the scaling efficiency against the same server's one-GPU (and one-server) run, the
-power of the GPUs it used and images/s per watt. Plots (plots.py): throughput, all-reduce
-bandwidth, training throughput, scaling curves against ideal with the efficiency, performance
-per watt, and each recording's telemetry over time with the benchmark phases shaded.
+(wiring.py); how healthy each GPU was, and every health event and alert (health_report.py).
+Per kernel case: the figure, the ratio to the V100, and the telemetry while it ran (power,
+TFLOP/s per watt, utilization, tensor activity, NVLink). Per training run: images/s, the
+scaling efficiency against the same server's one-GPU (and one-server) run, the power of the
+GPUs it used and images/s per watt. Plots (plots.py): throughput, all-reduce bandwidth,
+training throughput, scaling curves against ideal with the efficiency, performance per watt,
+and each recording's telemetry over time with the benchmark phases shaded.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
 from dltui.recording.format import Header, Record
+from dltui.recording.health_report import events_table, health_table
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
 from dltui.recording.wiring import ServerWiring, server_wirings
@@ -231,8 +233,10 @@ def write_report(paths: list[Path], out: Path) -> Path:
     sessions = load(paths)
     out.mkdir(parents=True, exist_ok=True)
     figures = _plots(sessions, out)
+    recorded = [(session.name, session.records) for session in sessions]
     sections = [("Servers", servers_table(sessions)), ("Kernel results", results_table(sessions)),
-                ("Training runs", training_table(sessions))]  # fmt: skip
+                ("Training runs", training_table(sessions)), ("Health", health_table(recorded)),
+                ("Health events and alerts", events_table(recorded))]  # fmt: skip
     sections = [(title, rows) for title, rows in sections if len(rows) > 1 or title == "Servers"]
     wirings = server_wirings([(session.name, session.records) for session in sessions])
     title = "dltui report: " + ", ".join(session.name for session in sessions)

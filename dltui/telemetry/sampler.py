@@ -20,14 +20,14 @@ import threading
 import time
 from collections.abc import Callable
 
-import psutil
-
-from dltui.protocol.messages import GpuProcess, GpuSample, Inventory, Sample
+from dltui.protocol.messages import Event, GpuProcess, GpuSample, Inventory, MigSample, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
 from dltui.telemetry.nvml_watch import CallAbandoned
+from dltui.telemetry.processes import Owners
+from dltui.telemetry.xid import watch_xid
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ class Sampler:
         *,
         host: HostSampler | None = None,
         open_deadline: float = OPEN_DEADLINE,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
@@ -80,6 +81,11 @@ class Sampler:
         self._slow: SlowValues = {}
         self._processes: dict[int, list[GpuProcess]] = {}
         """Process lists read since the last tick: the next sample carries them, once."""
+        self._mig: dict[int, list[MigSample]] = {}
+        """MIG instances' readings since the last tick, carried the same way."""
+        self._owners = Owners()
+        self._on_event = on_event
+        """Gets each XID, from a thread of its own."""
         self._slow_lock = threading.Lock()
         self._seq = 0
         self._last_error: dict[str, str] = {}
@@ -127,6 +133,9 @@ class Sampler:
         if self._gateway.count:
             self._start_slow()
             self._start("dltui-sample-watch", self._run_watch).start()
+            if (on_event := self._on_event) is not None:
+                self._start("dltui-xid", lambda: watch_xid(self._gateway, on_event,
+                                                           self._stopping)).start()  # fmt: skip
 
     def _start(self, name: str, target: Callable[[], None]) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -209,19 +218,23 @@ class Sampler:
             if threading.current_thread() is not self._fast:
                 return  # replaced while this tick was stuck: the new thread publishes
             processes, self._processes = self._processes, {}
-        if processes:
-            gpus = [dataclasses.replace(gpu, processes=processes[gpu.index])
-                    if gpu.index in processes else gpu for gpu in gpus]  # fmt: skip
+            mig, self._mig = self._mig, {}
+        if processes or mig:
+            gpus = [dataclasses.replace(gpu, processes=processes.get(gpu.index),
+                                        mig=mig.get(gpu.index))
+                    if gpu.index in processes or gpu.index in mig else gpu
+                    for gpu in gpus]  # fmt: skip
         self._seq += 1
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
         values = self._gateway.read_slow()
-        processes = {index: [named(p) for p in found]
-                     for index, found in self._gateway.read_processes().items()}  # fmt: skip
+        processes = self._owners.describe(self._gateway.read_processes())
+        mig = self._gateway.read_instances()
         now = time.monotonic()
         with self._slow_lock:
             self._processes.update(processes)
+            self._mig.update(mig)
             for index, fields in values.items():
                 stamped = self._slow.setdefault(index, {})
                 for name, value in fields.items():
@@ -242,15 +255,6 @@ class Sampler:
                 log.debug("sampler %s failed again: %s", what, message)
         else:
             self._last_error.pop(what, None)
-
-
-def named(process: GpuProcess) -> GpuProcess:
-    """The process with its name as this host sees it, where it can be read."""
-    try:
-        name = psutil.Process(process.pid).name()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return process
-    return dataclasses.replace(process, name=name)
 
 
 def merge_slow(

@@ -42,6 +42,7 @@ from dltui.tui.command_line import PLAN_WORDS, CommandError, CommandLine, parse
 from dltui.tui.plans import Choice, make_launch
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.screens.detail import DetailScreen
+from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.screens.launcher import LauncherScreen, Start
 from dltui.tui.screens.overlay import OverlayScreen
@@ -83,6 +84,7 @@ class DltuiApp(App[None]):
         Binding("v", "results", "Results"),
         Binding("d,enter", "detail", "Detail", key_display="d"),
         Binding("T", "topology", "Topology", show=False),
+        Binding("e", "events", "Events", show=False),
         Binding("o", "overlay", "Overlay"),
         Binding("w", "window", "Window"),
         Binding("c", "mode", "Compact/panels"),
@@ -382,6 +384,9 @@ class DltuiApp(App[None]):
             self.notify("no server to show yet")
             return
         self.push_screen(DetailScreen(server, self.fleet, self.view))
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.fleet))
 
     def action_topology(self) -> None:
         server = self._current_server()

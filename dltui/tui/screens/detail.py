@@ -14,11 +14,14 @@ from textual.widgets import Footer, Header, Static
 
 from dltui.fleet.state import Fleet, ServerView
 from dltui.tui.view import MonitorView
+from dltui.tui.widgets.event_list import EventList
 from dltui.tui.widgets.gpu_detail import GpuDetail
 from dltui.tui.widgets.host_panel import HostPanel
 from dltui.tui.widgets.job_panel import JobPanel
+from dltui.tui.widgets.mig_panel import MigPanel, has_mig
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.phase_table import PhaseTable
+from dltui.tui.widgets.process_groups import ProcessGroups
 from dltui.tui.widgets.server_header import gpu_summary, link_state
 
 REDRAW_S = 0.25
@@ -89,6 +92,10 @@ class DetailScreen(Screen[None]):
         self.fleet = fleet
         self.view = view
         self.panels: list[FleetPanel] = []
+        self.owners: list[FleetPanel] = [ProcessGroups(server, view), EventList(server, view)]
+        """Whose work is on the GPUs, and the health events (issue #14)."""
+        if has_mig(server):
+            self.owners.append(MigPanel(server, view))
 
     def compose(self) -> ComposeResult:
         server, view = self.server, self.view
@@ -108,6 +115,7 @@ class DetailScreen(Screen[None]):
             yield self.panels[1]
             yield self.panels[2]
             yield Grid(*gpus, id="gpus")
+            yield from self.owners
             yield Static("Benchmark cases on this server, with the telemetry while each ran",
                          classes="heading")  # fmt: skip
             yield PhaseTable(self.fleet, server.source)
@@ -126,7 +134,7 @@ class DetailScreen(Screen[None]):
 
     def redraw(self) -> None:
         version = (self.fleet.version, self.view.version)
-        for panel in self.panels:
+        for panel in (*self.panels, *self.owners):
             panel.sync(version)
         self.panels[1].set_class(self.server.latest_job is not None, "-shown")
         self.query_one(PhaseTable).refresh_rows()

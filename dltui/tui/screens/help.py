@@ -27,7 +27,9 @@ HELP: tuple[Section, ...] = (
               "metric (throughput, per watt, scaling efficiency), s sort by the cursor's column "
               "(within each unit), e export CSV/JSON, p phases"),
         ("d, enter", "the focused server in detail (or click its header): every GPU, its "
-                     "processes, throttle reasons in words, telemetry per benchmark case"),
+                     "processes, throttle reasons in words, telemetry per benchmark case; its "
+                     "processes by owner (job, container, user), health events, MIG instances"),
+        ("e", "every server's health events and alerts, newest first"),
         ("T", "how the focused server is wired: GPU↔GPU links (NVLink, PCIe switch, host "
               "bridge, across sockets), NUMA and NIC placement, and what its copies measured "
               "over each link (T in the results: every server's)"),
@@ -54,7 +56,8 @@ HELP: tuple[Section, ...] = (
     ("Header", (
         ("", "hostname, GPU model × count, link state (live, connecting, offline since…, auth "
              "failed; a replay says so), rtt round trip of a ping, offset agent clock minus this "
-             "clock, dropped samples the agent dropped because this client read too slowly"),
+             "clock, dropped samples the agent dropped because this client read too slowly; "
+             "busy: someone else's work on its GPUs, or ⚠ its worst health condition"),
         ("as of", "an offline server keeps its last values, greyed, measured at that time"),
     )),
     ("Host", (

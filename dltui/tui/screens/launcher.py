@@ -30,6 +30,7 @@ from dltui.fleet.state import Fleet
 from dltui.plans.check import PlanError
 from dltui.plans.names import FRAMEWORKS, PRECISIONS
 from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch, size_lines
+from dltui.tui.widgets.busy_note import BusyNote
 
 
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -194,6 +195,7 @@ class LauncherScreen(ModalScreen[Start | None]):
                                  compact=True, id="device")  # fmt: skip
                 yield Static(Content(BUILTINS[0].words), id="about")
                 yield Static("", id="estimate")
+                yield BusyNote(self.fleet)
             yield Static("", id="status")
             yield Footer()
 
@@ -263,4 +265,4 @@ class LauncherScreen(ModalScreen[Start | None]):
             # The form keeps every choice: fix one and start again.
             self.query_one("#status", Static).update(Content.styled(str(exc), "$text-error"))
             return
-        self.dismiss(Start(launch, sources))
+        self.dismiss(Start(self.query_one(BusyNote).forced(launch), sources))

@@ -22,8 +22,10 @@ _LEFT = (0x40, 0x04, 0x02, 0x01)  # a braille cell's left dots, bottom to top
 _RIGHT = (0x80, 0x20, 0x10, 0x08)
 _FILL_LEFT = [sum(_LEFT[:n]) for n in range(5)]
 _FILL_RIGHT = [sum(_RIGHT[:n]) for n in range(5)]
-BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
-"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
+BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%",
+               " on $error 45%")  # fmt: skip
+"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start,
+and where a health event or alert happened (spark.mark_events)."""
 MUTED = "$foreground 35%"
 """A server we cannot hear any more: its last values, greyed."""
 AXIS = SHORT

@@ -18,7 +18,8 @@ from dltui.fleet.state import ServerView
 from dltui.tui.charts import Frame
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.graph import MARGIN, plot_points
-from dltui.tui.widgets.spark import PhaseSpan, phase_marks
+from dltui.tui.widgets.server_flags import event_times
+from dltui.tui.widgets.spark import PhaseSpan, mark_events, phase_marks
 
 RECENT_PHASES = 400  # more than fit a chart's hour, however short the cases
 DEFAULT_WIDTH = 34
@@ -66,13 +67,16 @@ class FleetPanel(Widget):
         return Frame(self.view.timebase.now(self.server.source), self.view.window, chars, points)
 
     def marks(self, frame: Frame) -> list[int]:
-        """Per character of the frame: the benchmark phase band behind it."""
+        """Per character of the frame: the benchmark phase band behind it, and where the
+        server's health events happened."""
         recent = self.server.phases[-RECENT_PHASES:]
-        if not recent or not frame.chars:
+        events = event_times(self.server)
+        if not (recent or events) or not frame.chars:
             return []
         spans: list[PhaseSpan] = [(phase.start, phase.end, phase.case) for phase in recent]
-        return phase_marks(spans, frame.last_char - frame.chars + 1, frame.chars,
-                           frame.char_seconds)  # fmt: skip
+        first = frame.last_char - frame.chars + 1
+        marks = phase_marks(spans, first, frame.chars, frame.char_seconds)
+        return mark_events(marks, events, first, frame.char_seconds)
 
     def charts_now(self) -> bool:
         """Whether this panel draws charts now (see `sync`)."""
@@ -87,7 +91,8 @@ class FleetPanel(Widget):
         point_s = max(self.view.window / (chars * 2), MIN_POINT_S)
         now = self.view.timebase.now(self.server.source)
         server = self.server
-        return (self.view.version, server.link, len(server.phases), math.floor(now / point_s))
+        return (self.view.version, server.link, len(server.phases), len(server.events.events),
+                math.floor(now / point_s))  # fmt: skip
 
     def sync(self, version: Hashable) -> bool:
         """Redraw if the fleet or the view changed since this panel last drew (a panel of

@@ -14,6 +14,7 @@ from dltui.protocol.messages import Inventory
 from dltui.tui.layout import HEADER_ROWS
 from dltui.tui.view import Timebase
 from dltui.tui.widgets.panel import FleetPanel
+from dltui.tui.widgets.server_flags import server_flag
 
 
 def gpu_summary(inventory: Inventory | None) -> Content:
@@ -121,4 +122,6 @@ class ServerHeader(FleetPanel):
         name = Content.styled(server.name, "bold $text-accent")
         if server.source not in (server.name, "local"):
             name += Content.styled(f"  {server.source}", "$text-muted")
-        return [name, gpu_summary(server.inventory), *link_state(server, self.view.timebase)]
+        state, detail = link_state(server, self.view.timebase)
+        flag = server_flag(server) if not detail.plain else None  # busy, or sick: when nothing else
+        return [name, gpu_summary(server.inventory), state, flag or detail]

@@ -46,6 +46,21 @@ def phase_marks(
     return marks
 
 
+EVENT_MARK = 4
+"""A cell where a health event or alert happened (drawn over the phase bands)."""
+
+
+def mark_events(
+    marks: list[int], times: Sequence[float], first_cell: int, seconds: float
+) -> list[int]:
+    """`marks` with EVENT_MARK in each cell an event time falls in."""
+    for t in times:
+        index = cell_of(t, seconds) - first_cell
+        if 0 <= index < len(marks):
+            marks[index] = EVENT_MARK
+    return marks
+
+
 PARTS = " ▏▎▍▌▋▊▉"
 
 
