@@ -23,12 +23,17 @@ $(VENV)/.test: pyproject.toml | $(PY)
 demo: $(VENV)/.demo
 	$(PY) -m dltui
 
+# Style, then the walls: the layers of docs/architecture.md (import-linter) and types (mypy).
 lint: $(VENV)/.test
 	$(PY) -m ruff check dltui tests benchmarks screenshots
 	$(PY) -m ruff format --check dltui tests benchmarks screenshots
+	$(VENV)/bin/lint-imports
+	$(PY) -m mypy
 
+# In parallel (pytest-xdist), one worker per core; worksteal evens out the long tests at the end.
+TEST_WORKERS ?= auto
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test

@@ -39,6 +39,11 @@ up() {
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link set lo up
         ip -n "$ns" route add default via "$SUBNET.1"
+        # The host's DNS server is out of reach from the bridge: each lookup would wait for
+        # its timeout (10 s for Gloo's every getaddrinfo). Here a lookup fails at once instead,
+        # as on a network whose DNS answers. `ip netns exec` mounts this over /etc/resolv.conf.
+        mkdir -p "/etc/netns/$ns"
+        echo "nameserver 127.0.0.1" >"/etc/netns/$ns/resolv.conf"
     done
 }
 
@@ -65,6 +70,7 @@ down() {
         fi
         ip link del "$PREFIX-$i-h" 2>/dev/null || true
         ip netns del "$PREFIX-$i" 2>/dev/null || true
+        rm -rf "/etc/netns/$PREFIX-$i"
     done
     ip link del "$BRIDGE" 2>/dev/null || true
 }

@@ -114,25 +114,25 @@ def gemm_section(results: list[KernelResult]) -> dict[str, Any]:
 # --- bare PyTorch loops -------------------------------------------------------------------------
 
 
-def bare_loop_us(torch: Any, step: Callable[[], object], budget_s: float = 0.05) -> float:
-    """Warm up (cudnn.benchmark searches here), then iterations back to back between one pair
-    of events: what a careful PyTorch user measures."""
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
+def loop_us(torch: Any, step: Callable[[], object], count: int) -> float:
+    """Microseconds per call of `count` calls back to back between one pair of events."""
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    begin.record()
-    step()
-    end.record()
-    end.synchronize()
-    once_s = max(begin.elapsed_time(end) / 1e3, 1e-6)
-    count = max(10, min(300, int(budget_s / once_s)))
     begin.record()
     for _ in range(count):
         step()
     end.record()
     end.synchronize()
     return begin.elapsed_time(end) * 1e3 / count
+
+
+def bare_loop_us(torch: Any, step: Callable[[], object], budget_s: float = 0.05) -> float:
+    """Warm up (cudnn.benchmark searches here), then iterations back to back between one pair
+    of events: what a careful PyTorch user measures."""
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    once_s = max(loop_us(torch, step, 1) / 1e6, 1e-6)
+    return loop_us(torch, step, max(10, min(300, int(budget_s / once_s))))
 
 
 def best_pytorch_us(torch: Any, result: KernelResult) -> float | None:

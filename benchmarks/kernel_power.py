@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.kernel_parity import loop_us
 from dltui.bench.backends.torch_backend import (
     cuda_graph,
     gemm_step,
@@ -48,17 +49,6 @@ RNNS = (
     (RnnCase("lstm", 1536, 8, 50), "fwd+bwd"),
     (RnnCase("vanilla", 2048, 64, 50), "fwd+bwd"),
 )
-
-
-def loop_us(torch: Any, step: Callable[[], object], count: int) -> float:
-    """Microseconds per call of `count` calls back to back between one pair of events."""
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    begin.record()
-    for _ in range(count):
-        step()
-    end.record()
-    end.synchronize()
-    return begin.elapsed_time(end) * 1e3 / count
 
 
 def load(torch: Any, step: Callable[[], object], seconds: float) -> None:

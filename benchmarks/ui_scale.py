@@ -6,11 +6,14 @@ place (so phases are tracked too). Each frame is encoded once; the app decodes a
 every frame of every server as it would from a socket, in its own process, in a real
 pseudo-terminal of the asked size. Meanwhile arrow keys are sent as a user would type them.
 
-Figures: the TUI process's CPU (in cores) over the measured window, and key-press to redraw
-latency (from the key event's creation to the end of the next screen update after it).
-The baseline, in the same run, is one server fed the same way.
+Figures: the TUI process's CPU (in cores) over the measured window, key-press to redraw
+latency (from the key event's creation to the end of the next screen update after it), and
+its resident memory at the end. The baseline, in the same run, is one server fed the same way.
+`--window` picks the charts' time window (60, 600 or 3600 s): an hour's chart reads every
+bucket of the series' hour of history, so it is the dearest to draw.
 
     python benchmarks/ui_scale.py [--servers 64] [--gpus 8] [--rate 10] [--seconds 30]
+                                  [--window 60] [--size 200x60]
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ def child(args: argparse.Namespace) -> None:
     from dltui.client.session import ClientSession
     from dltui.fleet.state import Fleet
     from dltui.tui.app import DltuiApp
+    from dltui.tui.view import MonitorView
 
     ticks = round((args.seconds + WARMUP_S * 2) * args.rate)
     start, per_tick = timeline(args.gpus, args.rate, ticks)
@@ -129,7 +133,7 @@ def child(args: argparse.Namespace) -> None:
     fleet = Fleet()
     for source in sources:
         fleet.add(source)
-    app = Measured(fleet, ClientSession([]))
+    app = Measured(fleet, ClientSession([]), MonitorView(window=args.window))
     app.run()
     Path(args.out).write_text(json.dumps(latencies))
 
@@ -141,7 +145,7 @@ def measure(args: argparse.Namespace, servers: int) -> dict[str, float]:
     out = tempfile.mktemp(suffix=".json")
     command = [sys.executable, __file__, "--child", "--servers", str(servers), "--gpus",
                str(args.gpus), "--rate", str(args.rate), "--seconds", str(args.seconds),
-               "--out", out]  # fmt: skip
+               "--window", str(args.window), "--out", out]  # fmt: skip
     columns, rows = (int(n) for n in args.size.split("x"))
     pid, fd = pty.fork()
     if pid == 0:
@@ -171,6 +175,7 @@ def measure(args: argparse.Namespace, servers: int) -> dict[str, float]:
     drain(args.seconds, keys=True)
     cpu_after, wall = process.cpu_times(), time.monotonic() - wall_before
     used = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+    rss = process.memory_info().rss
     os.write(fd, b"q")
     drain(5.0, keys=False)
     os.waitpid(pid, 0)
@@ -184,6 +189,7 @@ def measure(args: argparse.Namespace, servers: int) -> dict[str, float]:
         "latency_median_ms": statistics.median(latencies) * 1e3,
         "latency_p95_ms": latencies[int(0.95 * (len(latencies) - 1))] * 1e3,
         "latency_max_ms": latencies[-1] * 1e3,
+        "rss_mib": rss / 2**20,
     }
 
 
@@ -194,6 +200,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--size", default="200x60", help="terminal COLUMNSxROWS")
+    parser.add_argument("--window", type=float, default=60.0, choices=(60.0, 600.0, 3600.0),
+                        help="the charts' time window in seconds (default 60)")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -201,14 +209,15 @@ def main() -> None:
         child(args)
         return
     print(f"# {args.gpus} GPUs a server at {args.rate:g} Hz, terminal {args.size}, "
-          f"{args.seconds:g} s measured after {WARMUP_S:g} s, "
+          f"charts of {args.window:g} s, {args.seconds:g} s measured after {WARMUP_S:g} s, "
           f"a key every {KEY_EVERY_S:g} s")  # fmt: skip
-    print(f"{'servers':>7} {'cores':>6} {'keys':>5} {'median':>8} {'p95':>8} {'max':>8}")
+    print(f"{'servers':>7} {'cores':>6} {'keys':>5} {'median':>8} {'p95':>8} {'max':>8} "
+          f"{'RSS':>8}")  # fmt: skip
     for servers in (1, args.servers):
         row = measure(args, servers)
         print(f"{row['servers']:>7} {row['cores']:>6.2f} {row['keys']:>5} "
               f"{row['latency_median_ms']:>6.1f}ms {row['latency_p95_ms']:>6.1f}ms "
-              f"{row['latency_max_ms']:>6.1f}ms", flush=True)  # fmt: skip
+              f"{row['latency_max_ms']:>6.1f}ms {row['rss_mib']:>5.0f}MiB", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,17 +2,21 @@
 
 Each command is a module of `dltui.commands`, imported only when it runs, so `dltui agent`
 never loads Textual and `dltui` never loads a deep-learning framework. Every error dltui
-means to say reaches the user here, in one place: a usage error with the command's usage,
-any other in one line, each with its exit status.
+means to say reaches the user here, in one place, in one line with a hint where to look: a
+usage error (and argparse's own) with exit status 2, any other with its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
-from typing import Protocol, cast
+import types
+from typing import NoReturn, Protocol, cast
 
+from dltui import version
 from dltui.errors import DltuiError, UsageError
 
 COMMANDS = {
@@ -27,6 +31,7 @@ COMMANDS = {
 }
 TUI = "dltui.commands.tui"
 """`dltui [AGENT ...]`: what runs when no command is named."""
+RECORDING_SUFFIX = ".dlrec"
 
 
 class Command(Protocol):
@@ -35,14 +40,68 @@ class Command(Protocol):
     def run(self, parser: argparse.ArgumentParser, argv: list[str]) -> int: ...
 
 
+INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def _suggest(message: str) -> str:
+    """argparse's 'invalid choice' in plainer words, with the nearest choice."""
+    found = INVALID_CHOICE.fullmatch(message)
+    if found is None:
+        return message
+    what, word, listed = found.groups()
+    choices = [choice.strip(" '") for choice in listed.split(",")]
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    hint = f" — did you mean {close[0]}?" if close else ""
+    where = "" if "|" in what else f" for {what}"
+    return f"unknown '{word}'{where}{hint} (choose from {', '.join(choices)})"
+
+
+def _one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error, without the usage first: what is wrong, and where to read more."""
+    parser.exit(2, f"{parser.prog}: {_suggest(message)}\n(see {parser.prog} --help)\n")
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make this parser and each of its sub-command parsers say errors in one line."""
+    parser.error = types.MethodType(_one_line, parser)  # type: ignore[method-assign]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                one_line_errors(sub)
+
+
+def mistyped(argv: list[str]) -> str | None:
+    """Why a first word that names no command was not meant as an agent: a near-miss of a
+    command's name, or a recording; None when it reads as an agent."""
+    if not argv:
+        return None
+    word = argv[0]
+    if word.endswith(RECORDING_SUFFIX):
+        return f"{word} is a recording: dltui replay {' '.join(argv)}"
+    if any(mark in word for mark in ":/@.") or word == "local" or word.startswith("-"):
+        return None
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    if not close:
+        return None
+    return (f"unknown command '{word}' — did you mean {close[0]}? "
+            f"(an agent on a host of that name: {word}:7070)")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        print(f"dltui {version()}")
+        return 0
     if argv and argv[0] in COMMANDS:
         module, argv = COMMANDS[argv[0]], argv[1:]
     else:
         module = TUI
+        if (typo := mistyped(argv)) is not None:
+            print(f"dltui: {typo}", file=sys.stderr)
+            return 2
     command = cast(Command, importlib.import_module(module))
     parser = command.parser()
+    one_line_errors(parser)
     try:
         return command.run(parser, argv)
     except UsageError as exc:

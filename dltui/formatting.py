@@ -4,7 +4,20 @@ report."""
 from __future__ import annotations
 
 from dltui.plans.scaling import Scaling
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.plans.topology import (
+    KIND_WORDS,
+    Link,
+    PeerFigure,
+    gpu_names,
+    link_groups,
+    nearest_gpus,
+    nic_text,
+    nvlink_text,
+    path_short,
+    pcie_text,
+)
+from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelResult
+from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL = ("", "k", "M", "G", "T", "P")
@@ -62,6 +75,15 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def left_words(seconds: float) -> str:
+    """'~3 min left': what a run still needs at the pace so far."""
+    if seconds < 90:
+        return f"~{seconds:.0f} s left"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min left"
+    return f"~{seconds / 3600:.1f} h left"
+
+
 # --- results as text: one line per timed case or training run ----------------------------------
 
 HEADER = (
@@ -94,6 +116,16 @@ def method_text(result: KernelResult) -> str:
     return text + " padded" if result.padded_shape else text
 
 
+def link_text(result: KernelResult) -> str:
+    """A copy against its link: "88% of NVLink ×18 (NVSwitch), 450 GB/s"; "" for others."""
+    if result.link is None:
+        return ""
+    if result.nominal_gbps and result.gbps is not None:
+        share = result.gbps / result.nominal_gbps
+        return f"{share:.0%} of {result.link}, {result.nominal_gbps:.0f} GB/s"
+    return result.link
+
+
 def format_row(result: KernelResult) -> str:
     if result.error is not None:
         return (
@@ -105,6 +137,7 @@ def format_row(result: KernelResult) -> str:
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
         f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
         f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}  {method_text(result)}"
+        f"  {link_text(result)}"
     ).rstrip()
 
 
@@ -157,5 +190,92 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
     return (
         f"{head} {images_text(result.images_per_s):>10} {images_text(result.spread):>7} "
         f"{images_text(per_gpu):>9} {percent(scaling.vs_one_gpu):>9} "
-        f"{percent(scaling.vs_one_server):>7} {ratio:>7}"
-    )
+        f"{percent(scaling.vs_one_server):>7} {ratio:>7}  {result.placement or ''}"
+    ).rstrip()
+
+
+# --- a server's wiring as text: dltui probe, the report, the TUI's topology views -------------
+
+
+def numa_text(node: NumaNode) -> str:
+    """ "NUMA 0: CPUs 0-31, 512.0 GiB"."""
+    parts = [f"CPUs {node.cpus}" if node.cpus else None,
+             fmt_bytes(node.memory_total) if node.memory_total is not None else None]  # fmt: skip
+    return f"NUMA {node.node}: " + (", ".join(part for part in parts if part) or "?")
+
+
+def host_wiring(topology: Topology) -> str:
+    """ "2 sockets · 32 cores · NUMA 0: CPUs 0-31, 512.0 GiB · NUMA 1: …"."""
+    words = []
+    if topology.sockets is not None:
+        words.append(f"{topology.sockets} socket{'s' * (topology.sockets != 1)}")
+    if topology.cores is not None:
+        words.append(f"{topology.cores} cores")
+    words += [numa_text(node) for node in topology.numa_nodes]
+    return " · ".join(words) or "sysfs said nothing of sockets or NUMA nodes"
+
+
+def gpu_wiring(topology: Topology, gpu: GpuInfo) -> str:
+    """ "NUMA 0 · CPUs 0-31 · PCIe gen5 x16 · NVLink 4.0, 18 to NVSwitches"."""
+    place = next((p for p in topology.gpus if p.index == gpu.index), None)
+    words = []
+    if place is not None and place.numa_node is not None:
+        words.append(f"NUMA {place.numa_node}")
+    if place is not None and place.cpu_affinity:
+        words.append(f"CPUs {place.cpu_affinity}")
+    words.append(f"PCIe {pcie_text(gpu)}")
+    if (nvlink := nvlink_text(topology, gpu.index)) is not None:
+        words.append(nvlink)
+    return " · ".join(words)
+
+
+def group_text(links: list[Link], pairs: int) -> str:
+    """One group of alike pairs: "NV18 NVLink ×18 (NVSwitch), 450 GB/s each way, P2P read,
+    write, atomics: all 28 pairs"."""
+    first = links[0]
+    words = first.words if first.kind in ("nvlink", "nvswitch") else KIND_WORDS[first.kind]
+    if first.nominal_gbps is not None:
+        words += f", {first.nominal_gbps:.0f} GB/s each way"
+    if first.p2p:
+        words += f", {first.p2p}"
+    which = (f"all {pairs} pairs" if len(links) == pairs and pairs > 1
+             else " ".join(f"{link.a}↔{link.b}" for link in links))  # fmt: skip
+    return f"{first.short:<4} {words}: {which}"
+
+
+def nic_wiring(nic: Nic, topology: Topology) -> str:
+    """nic_text, then its nearest GPUs: "… · PIX to GPU 2,3"."""
+    nearest = nearest_gpus(nic, topology)
+    if nearest is None:
+        return nic_text(nic)
+    path, gpus = nearest
+    return f"{nic_text(nic)} · {path_short(path)} to {gpu_names(gpus)}"
+
+
+def peer_text(figure: PeerFigure) -> str:
+    """ "GPU0↔GPU1 NVLink ×18 (NVSwitch): 395 GB/s (88% of 450)", both ways where measured."""
+    link = figure.link
+    rate = f"{figure.gbps:.0f}"
+    if figure.back_gbps is not None:
+        rate += f" / {figure.back_gbps:.0f}"
+    text = f"GPU{link.a}↔GPU{link.b} {link.label}: {rate} GB/s"
+    if figure.of_nominal is not None and link.nominal_gbps is not None:
+        text += f" ({figure.of_nominal:.0%} of {link.nominal_gbps:.0f})"
+    return text
+
+
+def wiring_lines(inventory: Inventory) -> list[str]:
+    """The whole wiring in labelled lines (dltui probe, the report's text)."""
+    topology = inventory.topology
+    if topology is None:
+        return ["wiring    not reported (an agent older than topology)"]
+    lines = [f"host      {host_wiring(topology)}"]
+    lines += [f"gpu {gpu.index:<5} {gpu_wiring(topology, gpu)}" for gpu in inventory.gpus]
+    groups = link_groups(topology, inventory.gpus)
+    pairs = sum(len(links) for links in groups)
+    lines += [f"links     {group_text(links, pairs)}" for links in groups]
+    lines += [f"nic       {nic_wiring(nic, topology)}" for nic in topology.nics]
+    unanswered = [f"{name}: {why}" for name, why in topology.unanswered.items()]
+    if unanswered:
+        lines.append("nvml said " + "; ".join(unanswered))
+    return lines

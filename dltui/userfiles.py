@@ -14,8 +14,11 @@ import tomllib
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
+from dltui.protocol.auth import MIN_SECRET_SIZE
 from dltui.protocol.errors import quote
 
+MAX_SECRET_FILE = 4096
+"""A secret is a line of random bytes; a bigger file is not one (and is never read)."""
 PEM_LIMIT = 1 << 20
 """Certificates, keys and CA bundles (a system's whole bundle is about 200 KB)."""
 MAX_TOML_DEPTH = 8
@@ -35,6 +38,10 @@ Check = Callable[[os.stat_result], str | None]
 class FileProblem(OSError):
     """A file that cannot be used, in one line that names it (an OSError, so that code which
     already says "cannot use this file" for I/O errors says it for these too)."""
+
+
+class SecretFileError(Exception):
+    """The secret file is missing, not a small regular file, too short or readable by others."""
 
 
 def open_regular(
@@ -106,6 +113,25 @@ def load_toml(path: str | os.PathLike[str], what: str, limit: int) -> dict[str, 
     if _depth_over(document, MAX_TOML_DEPTH):
         raise FileProblem(f"{what} {name_of(path)}: nested deeper than {MAX_TOML_DEPTH} levels")
     return document
+
+
+def load_secret(path: str | os.PathLike[str]) -> bytes:
+    """Read a secret file: a small regular file that group and others cannot read, checked
+    before a byte of it is read."""
+
+    def private(status: os.stat_result) -> str | None:
+        if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            mode = stat.S_IMODE(status.st_mode)
+            return f"is accessible by others (mode {mode:04o}); run: chmod 600 {path}"
+        return None
+
+    try:
+        data = read_bounded(path, "secret file", MAX_SECRET_FILE, private).strip()
+    except FileProblem as exc:
+        raise SecretFileError(str(exc)) from None
+    if len(data) < MIN_SECRET_SIZE:
+        raise SecretFileError(f"secret in {path} is shorter than {MIN_SECRET_SIZE} bytes")
+    return data
 
 
 def name_of(path: str | os.PathLike[str]) -> str:

@@ -1,6 +1,7 @@
 """Regenerate the README's screenshots from the real recordings in tests/fixtures.
 
-Each shot is a scene of screenshots/scenes.py (the replay app paused at a chosen moment), saved
+Each shot is a README scene of screenshots/scenes.py (the replay app paused at a chosen moment,
+or a made-up fleet whose clock stands still), saved
 as SVG by Textual and as PNG beside it by headless Chromium (Debian's chromium), which lays the
 SVG's text out as a browser would; without Chromium, only the SVGs.
 
@@ -16,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from screenshots.scenes import SCENES, Scene
+from screenshots.scenes import README_SCENES, Scene
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +47,7 @@ def to_png(chromium: str, svg: Path) -> Path:
 
 async def main() -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    for scene in SCENES:
+    for scene in README_SCENES:
         shot = await shoot(scene)
         if chromium:
             shot = to_png(chromium, shot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -13,9 +14,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# OpenMP threads that spin while they wait hold a core that another process needs: with the
+# suite's workers, agents and rank processes sharing two cores, a CPU training run went 10×
+# slower. Set here, before any test imports torch, and inherited by every process a test starts.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+SLOW = pytest.mark.timeout(360)
+"""For tests that train models or start TensorFlow in several processes: with other workers on
+the same cores they take minutes, where the suite's 120 s would call a slow run a hang."""
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
@@ -44,6 +55,20 @@ class AgentProcess:
         if self.process.poll() is None:
             self.process.send_signal(sig)
         return self.process.wait(timeout=10)
+
+    def kill(self) -> None:
+        """Kill the agent and everything it started: a benchmark rank stuck in a collective
+        never reads the end of its stdin, and would outlive a test that failed around it."""
+        try:
+            tree = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            tree = []
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for process in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
 
 def dltui_command(*args: str) -> list[str]:
@@ -96,9 +121,7 @@ def agent_factory() -> Iterator[Callable[..., AgentProcess]]:
 
     yield factory
     for agent in started:
-        if agent.process.poll() is None:
-            agent.process.kill()
-            agent.process.wait()
+        agent.kill()
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Separate test hosts on this machine: agents/netns-cluster.sh driven from a test.
 
-Each cluster gets a prefix and a subnet of its own (from the test process's pid), so test runs
-on one machine at once do not meet.
+Each cluster gets a prefix (from the test process's pid) and a subnet no other cluster here
+uses, so test runs and test workers on one machine at once do not meet.
 """
 
 from __future__ import annotations
@@ -32,13 +32,20 @@ def unavailable() -> str | None:
     return None
 
 
+def free_subnet(first: int) -> int:
+    """The third byte of a 198.18.N.0/24 no bridge here uses yet, trying from `first`: two
+    clusters whose pids share a remainder (two test workers) must not share a subnet."""
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    return next(n for n in ((first + k) % 250 for k in range(250)) if f" 198.18.{n}.1/" not in used)
+
+
 class Cluster:
     def __init__(self, hosts: int, run_dir: Path) -> None:
         self.hosts = hosts
         tag = os.getpid() % 10_000
         self.env = os.environ | {
             "PREFIX": f"dlt{tag}",
-            "SUBNET": f"198.18.{tag % 250}",
+            "SUBNET": f"198.18.{free_subnet(tag % 250)}",
             "PORT": str(PORT),
             "DLTUI": f"{sys.executable} -m dltui",
             "RUN_DIR": str(run_dir),

@@ -26,7 +26,7 @@ DEADLINE = 5.0
 LOG_EVERY = 10.0
 """Turned-away connections are logged as a count this often, not one line each."""
 
-Expire = Callable[[str, str], None]
+Expire = Callable[[str, str], object]
 """How to end a waiting connection at the stage it has reached: (error code, detail)."""
 
 

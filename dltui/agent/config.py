@@ -15,6 +15,11 @@
     metrics_tls_client_ca = "/etc/dltui/prometheus-ca.pem"
     metrics_insecure = false       # plain HTTP beyond loopback, on purpose
 
+    [[alert]]                      # alert rules, evaluated in the agent (agent/alerts.py)
+    name = "hot"
+    when = "gpu.temp > 85 for 30s"
+    severity = "warning"
+
 The keys are the command-line options' names (with `_` for `-`); an option given on the command
 line wins over the file.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from dltui.agent.alerts import RuleError, parse_rules
 from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
 from dltui.protocol.errors import quote
@@ -53,8 +59,8 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         table = load_toml(path, "config", MAX_CONFIG_BYTES)
     except FileProblem as exc:
         raise ConfigFileError(str(exc)) from None
-    known = {"listen", "metrics", "rate", "log_level", "nvml_timeout", "data_dirs", *_PATHS,
-             *_FLAGS}  # fmt: skip
+    known = {"listen", "metrics", "rate", "log_level", "nvml_timeout", "data_dirs", "alert",
+             *_PATHS, *_FLAGS}  # fmt: skip
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(
@@ -65,6 +71,8 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key, value in table.items():
         try:
             settings[key] = _setting(key, value)
+        except RuleError as exc:
+            problems.append(f"[[alert]] {exc}")
         except ValueError as exc:
             problems.append(f"{key}: {exc}")
     if settings.get("stdio") and "listen" in settings:
@@ -85,6 +93,8 @@ def _setting(key: str, value: Any) -> Any:
         return value
     if key == "data_dirs":
         return data_dirs(value)
+    if key == "alert":
+        return parse_rules(value)
     if key == "rate":
         return in_range(value, MAX_RATE_HZ, "a number of Hz")
     if key == "nvml_timeout":

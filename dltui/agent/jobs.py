@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.errors import ProtocolError
@@ -77,10 +79,17 @@ def data_dir_refusal(plan: Plan, allowed: tuple[str, ...]) -> str | None:
 
 
 class Jobs:
-    def __init__(self, publish: Callable[[Message], None], data_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        publish: Callable[[Message], None],
+        data_dirs: tuple[str, ...] = (),
+        occupancy: Occupancy | None = None,
+    ) -> None:
         self._publish = publish
         self.data_dirs = data_dirs
         """Folders (absolute, normalised) that time-to-accuracy plans may read."""
+        self.occupancy = occupancy
+        """Someone else's work on the GPUs: a plan for them is refused unless forced."""
         self.current: _Job | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -101,6 +110,9 @@ class Jobs:
         if self.current is not None:
             reason = f"busy: job {self.current.id} is running; cancel it or wait"
             self._publish(JobEnd(job, "refused", reason, time.time()))
+            return
+        if self.occupancy is not None and (refusal := self.occupancy.refusal(plan)) is not None:
+            self._publish(JobEnd(job, "refused", refusal, time.time()))
             return
         self.current = _Job(job, plan)
         self._task = asyncio.create_task(self._supervise(self.current))
@@ -204,8 +216,17 @@ class Jobs:
                 elif isinstance(message, JobEnd):
                     reported = message  # told once the process is gone and the GPU free
                 else:
-                    self._publish(message)
+                    self._publish(self._stamped(job, message))
         return reported
+
+    def _stamped(self, job: _Job, message: Message) -> Message:
+        """A result with the work it shared the GPUs with, where there was any."""
+        others = self.occupancy.others(job.plan) if self.occupancy is not None else None
+        if others is None or not isinstance(message, JobResult):
+            return message
+        result = message.result or message.model
+        assert result is not None
+        return JobResult.of(message.job, dataclasses.replace(result, others=others))
 
 
 def _gloo_interface(plan: Plan) -> dict[str, str]:

@@ -122,8 +122,13 @@ def _say(sock: socket.socket, error: Error) -> None:
 async def _opens_with_tls(sock: socket.socket) -> bool:
     """Whether the first byte the peer sends, within FIRST_BYTE_WAIT, opens a TLS handshake."""
     loop = asyncio.get_running_loop()
-    readable = loop.create_future()
-    loop.add_reader(sock.fileno(), lambda: readable.done() or readable.set_result(None))
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(sock.fileno(), wake)
     try:
         await asyncio.wait_for(readable, FIRST_BYTE_WAIT)
     except TimeoutError:

@@ -8,6 +8,7 @@ import ssl
 import sys
 from typing import TYPE_CHECKING
 
+from dltui.agent.alerts import Rule
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
@@ -24,24 +25,27 @@ def run(
     tls: ssl.SSLContext | None = None,
     nvml_timeout: float = OPEN_DEADLINE,
     data_dirs: tuple[str, ...] = (),
+    rules: list[Rule] | None = None,
     metrics: MetricsOptions | None = None,
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
     clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
-    Time-to-accuracy plans may read `data_dirs` and the folders inside them. With `metrics`,
-    serve /metrics there too."""
+    Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
+    config's alert rules. With `metrics`, serve /metrics there too."""
     # The sampler calls `agent` only after start(), by which time it exists.
-    sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout)
+    sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
+                      on_event=lambda event: agent.events.add([event]))  # fmt: skip
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
     if listen is None and not data_dirs:
         # Over stdio the client is the user who started the agent (a local spawn, or ssh into
         # that user's account): its plans may read any folder that user can.
         data_dirs = ("/",)
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs,
-                  sampling=sampler.set_rate)  # fmt: skip
+                  rules, sampling=sampler.set_rate)  # fmt: skip
     sampler.set_rate(agent.demand.rate_hz)  # slowly, until a client or a scraper asks for more
 
     def ready(port: int) -> None:
+        assert listen is not None  # only serve_tcp calls it
         gpus = len(agent.inventory.gpus)
         how = "TCP"
         if tls is not None:

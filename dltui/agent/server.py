@@ -20,15 +20,18 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from dltui.agent.admission import Admission, Waiting
+from dltui.agent.alerts import Rule
 from dltui.agent.config import ConfigFileError
 from dltui.agent.demand import SamplingDemand
+from dltui.agent.events import EventLog
 from dltui.agent.jobs import Jobs
 from dltui.agent.listener import accept_forever, listening_socket
+from dltui.agent.occupancy import Occupancy
 from dltui.agent.results import ResultBoard
 from dltui.agent.session import Session
 from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Inventory, Message, Sample, to_wire
+from dltui.protocol.messages import Event, Inventory, Message, Sample, to_wire
 from dltui.protocol.stream import MessageStream, claim_stdout
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,7 @@ class Agent:
         secret: bytes | None = None,
         tls: ssl.SSLContext | None = None,
         data_dirs: tuple[str, ...] = (),
+        rules: list[Rule] | None = None,
         sampling: Callable[[float], object] | None = None,
     ) -> None:
         """`sampling` is told the rate the clients and scrapers need, whenever it changes."""
@@ -83,7 +87,9 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.throttle = AuthThrottle()
         self.admission = Admission()
-        self.jobs = Jobs(self.publish, data_dirs)
+        self.occupancy = Occupancy(inventory)
+        self.jobs = Jobs(self.publish, data_dirs, self.occupancy)
+        self.events = EventLog(inventory, rules or [], self.on_event)
 
     @property
     def authenticates_clients(self) -> bool:
@@ -97,6 +103,8 @@ class Agent:
     def on_sample(self, sample: Sample) -> None:
         self.latest = sample
         self.demand.check()
+        self.occupancy.observe(sample)
+        self.events.observe(sample)
         loop = self._loop
         if self.demand.clients and loop is not None and not loop.is_closed():
             frame = encode_frame(to_wire(sample))
@@ -105,6 +113,12 @@ class Agent:
     def _broadcast(self, mono: float, frame: bytes) -> None:
         for session in self.sessions:
             session.offer(mono, frame)
+
+    def on_event(self, event: Event) -> None:
+        """An event to every client, from the thread that raised it."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.publish, event)
 
     def publish(self, message: Message) -> None:
         """A job's frame to every client, encoded once; never dropped for a slow client."""

@@ -72,7 +72,7 @@ class Session:
         self._control_bytes = 0
         self._wake = asyncio.Event()
         self._period: float | None = None  # None until the client subscribes
-        self._last_sent_mono = -1e18
+        self._due: float | None = None  # when the next sample is due on the client's schedule
         self._last_seq = -1
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
@@ -88,15 +88,21 @@ class Session:
     def offer(self, mono: float, frame: bytes) -> None:
         """A sample frame from the sampler; kept if the client's rate asks for it.
 
-        A client that asks for the agent's own rate (or more) gets every sample: a tick that
-        ran late must not make the next, on-time one look too early and be skipped unseen.
+        At the agent's rate or more, every tick: a late tick and the on-time one the sampler
+        runs right after it come close together, and neither may be skipped. Below it, samples
+        are due one period apart on a schedule of their own, not counted from the last one sent,
+        so the rate is kept on average (7 Hz from a 10 Hz agent: 7 a second, 0.1 or 0.2 s
+        apart), half a tick of slack lets a late tick count, and after a pause the schedule
+        starts again instead of catching up in a burst.
         """
         if self._period is None:
             return
-        every = self._period * self.agent.demand.rate_hz <= 1.05
-        if not every and mono - self._last_sent_mono < self._period * 0.9:
-            return
-        self._last_sent_mono = mono
+        tick = 1.0 / self.agent.demand.rate_hz  # the sampler's rate now, which follows demand
+        if self._period > tick * 1.05:
+            if self._due is not None and mono < self._due - tick / 2:
+                return
+            due = mono if self._due is None else self._due + self._period
+            self._due = due if due > mono else mono + self._period
         if self._idle():  # nothing waits: straight to the socket, no task switch
             self.stream.write_frame(frame)
             return
@@ -245,6 +251,10 @@ class Session:
                 f"protocol version {message.version} is not supported "
                 f"(this agent speaks {PROTOCOL_VERSION})"
             )
+        if len(message.nonce) != auth.NONCE_SIZE:  # with a secret or without: one protocol
+            raise ProtocolError(
+                f"auth nonce must be {auth.NONCE_SIZE} bytes, got {len(message.nonce)}"
+            )
         auth_body = self.stream.last_body
         proof = None
         if secret and challenge:
@@ -273,6 +283,8 @@ class Session:
             client, agent = seals(secret, challenge, message.nonce, auth_body, welcome_body)
             self.stream.seal(outgoing=agent, incoming=client)
         self.ready = True
+        for event in self.agent.events.raised():  # the conditions up now, before anything new
+            self._reply(event)
         log.info("client %s (%s) connected", message.client, self.peer)
 
     def _handle(self, message: Message) -> bool:
@@ -287,7 +299,7 @@ class Session:
         if isinstance(message, Subscribe):
             if not 0 < message.rate_hz <= MAX_RATE_HZ:
                 raise ProtocolError(f"rate {message.rate_hz} Hz is outside (0, {MAX_RATE_HZ:g}]")
-            self._period = 1.0 / message.rate_hz
+            self._period, self._due = 1.0 / message.rate_hz, None
             self.agent.demand.subscribe(self, message.rate_hz)
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))

@@ -33,7 +33,7 @@ class AuthThrottle:
     def delay(self, host: str) -> float:
         """The pause after this host's next failure."""
         count = self.failures.get(host, 0) + 1
-        return min(FIRST_DELAY * 2 ** (count - 1), DELAY_CAP)
+        return min(FIRST_DELAY * 2.0 ** (count - 1), DELAY_CAP)
 
     async def check(self, peer: str, verify: Callable[[], bool]) -> bool:
         """Run `verify` in this host's turn; on failure, pause before giving the turn up."""

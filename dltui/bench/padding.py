@@ -11,6 +11,7 @@ padded (DeepBench 311).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from dltui.bench.shapes import Case, ConvCase, GemmCase
 
@@ -23,6 +24,7 @@ def round_up(value: int, multiple: int = MULTIPLE) -> int:
 
 
 def _gemm(case: GemmCase) -> GemmCase:
+    names: tuple[str, ...]
     if not case.b_t:
         names = ("m", "k")
     elif not case.a_t:
@@ -31,7 +33,8 @@ def _gemm(case: GemmCase) -> GemmCase:
         names = ("m", "n", "k")
     if all(getattr(case, name) % MULTIPLE == 0 for name in names):
         return case
-    return replace(case, **{name: round_up(getattr(case, name)) for name in names})
+    padded: dict[str, Any] = {name: round_up(getattr(case, name)) for name in names}
+    return replace(case, **padded)
 
 
 def _conv(case: ConvCase) -> ConvCase:

@@ -13,14 +13,16 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from dltui.bench.backends import error_text
 from dltui.protocol.messages import KernelResult, ModelResult, to_plain
@@ -28,6 +30,7 @@ from dltui.protocol.validate import build
 
 Result = KernelResult | ModelResult
 OnResult = Callable[[Result], None]
+R = TypeVar("R", bound=Result)
 OnProgress = Callable[..., None]
 """on_progress(done, total, label[, fraction]): as the worker's JobProgress frames."""
 ShouldStop = Callable[[], bool]
@@ -73,23 +76,25 @@ def run_rank(report: Reporter, work: Callable[[], None]) -> int:
     return 0
 
 
-def free_port() -> int:
-    """A loopback port free right now, for rank 0's rendezvous store. Another process could take
-    it before rank 0 binds it; the run then fails with rank 0's error, it does not hang."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+@contextmanager
+def local_rendezvous() -> Iterator[str]:
+    """Where the ranks of a run on this server meet: a file in a folder of its own, not a port.
+    A port free when chosen can be taken before rank 0 binds it (seen under parallel tests);
+    torch.distributed's file store needs no port, and the folder goes when the run does."""
+    with tempfile.TemporaryDirectory(prefix="dltui-ranks-") as folder:
+        yield Path(folder, "store").as_uri()
 
 
 def join_process_group(device: Any, master: str, rank: int, world: int, timeout_s: float) -> None:
     """torch.distributed's group for this rank: NCCL on a GPU (bound to `device`, so it connects
-    at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs."""
+    at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs.
+    `master` is rank 0's HOST:PORT across servers, a file:// rendezvous on one."""
     import torch.distributed as dist
 
     on_gpu = device.type == "cuda"
     dist.init_process_group(
         "nccl" if on_gpu else "gloo",
-        init_method=f"tcp://{master}",
+        init_method=master if "://" in master else f"tcp://{master}",
         rank=rank,
         world_size=world,
         timeout=timedelta(seconds=timeout_s),
@@ -102,15 +107,17 @@ def supervise(
     labels: list[str],
     silence_s: float,
     reports: bool,
-    on_result: OnResult,
+    on_result: Callable[[R], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
-    result_type: type[Result] = KernelResult,
+    result_type: type[R],
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str | None]:
     """Run the ranks to the end; return how many cases were measured and why the run failed.
     Each result announces the next case: `on_progress(done, len(labels), label)`; a rank's
     progress events say how far the current one is. Without `reports` (no global rank 0 here)
-    no result is expected, so none missing is a failure.
+    no result is expected, so none missing is a failure. `env` is added to the ranks'
+    environment (their placement on GPUs).
 
     All ranks share one report pipe (a line is one write of less than PIPE_BUF, so lines never
     interleave). The first failure ends the run at once: the other ranks are terminated, not
@@ -148,11 +155,14 @@ def supervise(
 
     on_progress(0, len(labels), labels[0])
     try:
+        environment = {**os.environ, **env} if env else None
         try:  # stdout=2: a stray print must never reach a worker's frame stream
             for command in commands:
                 args = [*command, "--report-fd", str(writer)]
                 processes.append(
-                    subprocess.Popen(args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,))
+                    subprocess.Popen(
+                        args, stdin=subprocess.PIPE, stdout=2, pass_fds=(writer,), env=environment
+                    )
                 )
         finally:
             os.close(writer)  # from now on, end of file means every rank has ended
@@ -195,7 +205,9 @@ def rank_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--report-fd", required=True, type=int)
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--world", type=int, default=1)
-    parser.add_argument("--master", default="127.0.0.1:0", help="rank 0's HOST:PORT")
+    parser.add_argument(
+        "--master", default="127.0.0.1:0", help="rank 0's HOST:PORT, or a file:// rendezvous"
+    )
     parser.add_argument("--local-rank", type=int, default=None, help="GPU index on this host")
     parser.add_argument("--tf-workers", type=json.loads, default=None, help="TF workers' HOST:PORT")
     parser.add_argument("--tf-task", type=int, default=0, help="this TF worker's index")

@@ -192,7 +192,8 @@ def case_from_row(row: dict[str, str]) -> Case:
         return [int(row[name]) for name in names]
 
     if kind == "gemm":
-        return GemmCase(*ints("m", "n", "k"), a_t=row["a_t"] == "T", b_t=row["b_t"] == "T")
+        m, n, k = ints("m", "n", "k")
+        return GemmCase(m, n, k, a_t=row["a_t"] == "T", b_t=row["b_t"] == "T")
     if kind == "conv":
         return ConvCase(
             *ints("n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dltui.bench import reference
 from dltui.bench.backends import Backend, Settings, budget_for, error_text, load_backend
@@ -97,7 +98,13 @@ def run_plan(
             if should_stop():
                 return
             on_progress(done, total, item.label)
-            on_result(measure(backend, plan, item))
+            result = measure(backend, plan, item)
+            if isinstance(item.case, BandwidthCase) and backend.gpu_uuids:
+                # The link a copy crossed, in NVML's numbering (read once per worker).
+                from dltui.bench.placement import copy_link, nvml_indices
+
+                result = copy_link(result, item.case, nvml_indices(backend.gpu_uuids))
+            on_result(result)
             done += 1
     on_progress(total, total, "done")
 
@@ -110,7 +117,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
     set up as DeepBench's was (padded, searched), so it compares like with like."""
     timed = padded(item.case, item.precision) if plan.pad else item.case
     compute = isinstance(item.case, ComputeCase)
-    fields = {
+    fields: dict[str, Any] = {
         "kind": item.kind,
         "framework": plan.framework,
         "device": backend.device,

@@ -11,6 +11,7 @@ exits at once rather than hold a GPU for nobody.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -18,8 +19,10 @@ import threading
 import time
 import traceback
 from io import BufferedReader
+from typing import cast
 
 from dltui.plans.check import check_plan
+from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     JobEnd,
@@ -66,19 +69,28 @@ def main() -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
-    run = read_run(sys.stdin.buffer)
-    threading.Thread(target=_exit_when_orphaned, args=(sys.stdin.buffer,), daemon=True).start()
+    stdin = cast(BufferedReader, sys.stdin.buffer)  # as CPython makes it; typeshed: BinaryIO
+    run = read_run(stdin)
+    threading.Thread(target=_exit_when_orphaned, args=(stdin,), daemon=True).start()
 
     def emit(message: Message) -> None:
         frames.write(encode_frame(to_wire(message)))
 
+    plan = run.what
+    target = plan.device if plan is not None else None
+    if plan is not None and (uuid := mig_uuid(plan.device)) is not None:
+        # One MIG instance: CUDA sees it alone, as device 0, before any framework loads.
+        os.environ["CUDA_VISIBLE_DEVICES"] = uuid
+        plan = dataclasses.replace(plan, device="cuda")
+
     def on_result(result: KernelResult | ModelResult) -> None:
+        if target is not None and mig_uuid(target):  # the instance it ran on, not "cuda:0"
+            result = dataclasses.replace(result, device=target)
         emit(JobResult.of(run.job, result))
 
     def on_progress(done: int, total: int, label: str, fraction: float | None = None) -> None:
         emit(JobProgress(run.job, done, total, label, fraction))
 
-    plan = run.what
     try:
         if plan is None:
             raise ValueError("a run carries exactly one of a kernel plan and a model plan")

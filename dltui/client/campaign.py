@@ -15,7 +15,7 @@ Members are anything that can start and cancel a job on an agent (a client sessi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
@@ -78,8 +78,8 @@ class Step:
         return worst(part.end.state for part in self.parts if part.end is not None)
 
 
-def worst(states: object) -> JobState:
-    return min(states, key=SEVERITY.index, default="done")  # type: ignore[call-overload]
+def worst(states: Iterable[JobState]) -> JobState:
+    return min(states, key=SEVERITY.index, default="done")
 
 
 def check_layout(plan: Plan, members: int, across: bool) -> None:
@@ -143,12 +143,14 @@ class Campaign:
 
     async def run(self) -> JobState:
         """Run every step in order; stop at the first that does not end `done`."""
+        states: list[JobState] = []
         for step in self.steps:
             if self.cancelled:
                 break
-            if await self._run_step(step) != "done":
+            states.append(await self._run_step(step))
+            if states[-1] != "done":
                 break
-        return worst(step.state for step in self.steps if step.state not in ("waiting",))
+        return worst(states)
 
     async def cancel(self) -> None:
         """Cancel every running job (and run no further step); the jobs' ends still arrive."""

@@ -108,10 +108,16 @@ async def handshake(
             raise AuthError(
                 f"agent speaks protocol {hello.version}, this client {PROTOCOL_VERSION}"
             )
+        if hello.challenge is not None and len(hello.challenge) != auth.NONCE_SIZE:
+            raise ProtocolError(
+                f"the agent's challenge must be {auth.NONCE_SIZE} bytes, got {len(hello.challenge)}"
+            )
         if hello.challenge is not None and secret is None:
             raise AuthError("the agent requires a secret: pass --secret-file")
         nonce = auth.new_nonce()
-        mac = auth.client_mac(secret, hello.challenge, nonce) if hello.challenge else None
+        mac = None
+        if hello.challenge and secret is not None:  # a challenge without a secret: refused above
+            mac = auth.client_mac(secret, hello.challenge, nonce)
         sent_wall, sent_mono = time.time(), time.monotonic()
         auth_body = await stream.send(Auth(PROTOCOL_VERSION, client_name, nonce, mac))
         reply = await stream.receive()

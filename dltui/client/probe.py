@@ -1,4 +1,5 @@
-"""A probe: one agent's welcome and one sample, taken once its slow fields have arrived."""
+"""A probe: one agent's welcome and one sample, taken once its slow fields have arrived, and
+the health events the agent sent meanwhile (the conditions up come right after the welcome)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable
 
 from dltui.client.session import FAILED, ClientSession, Unreachable
 from dltui.client.target import Target
-from dltui.protocol.messages import Link, Message, Sample, Welcome
+from dltui.protocol.messages import Event, Link, Message, Sample, Welcome
 
 FIRST_SAMPLE_TIMEOUT = 10.0
 SETTLE = 1.2  # seconds: slow fields (GPM, clocks, ECC) come every 0.5-1 s
@@ -15,16 +16,19 @@ RATE_HZ = 10.0
 
 async def probe(
     target: Target, secret: bytes | None, busy: Callable[[str], None] = lambda _: None
-) -> tuple[Welcome, Sample]:
+) -> tuple[Welcome, Sample, list[Event]]:
     """Unreachable when the agent cannot be reached, refuses us, stays busy or sends no sample
     in time; `busy` hears why, the first time the agent says it has no room."""
     samples: list[Sample] = []
     lost: list[Link] = []
     told_busy: list[Link] = []
+    events: list[Event] = []
 
     def keep(source: str, message: Message) -> None:
         if isinstance(message, Sample):
             samples.append(message)
+        elif isinstance(message, Event):
+            events.append(message)
         elif isinstance(message, Link) and message.state in FAILED:
             lost.append(message)
         elif isinstance(message, Link) and message.state == "busy":
@@ -48,4 +52,4 @@ async def probe(
             link = lost[-1]
             raise Unreachable(target, link.detail or link.state, link.state == "auth_failed")
         (welcome,) = session.welcomes().values()
-        return welcome, samples[-1]
+        return welcome, samples[-1], events

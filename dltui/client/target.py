@@ -98,7 +98,7 @@ def parse_target(text: str) -> Target:
     host, port = parse_host_port(rest)
     if port == 0:
         raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
-    return Target(scheme, host, port)  # type: ignore[arg-type]
+    return Target("tls" if scheme == "tls" else "tcp", host, port)
 
 
 def _parse_ssh(text: str, rest: str) -> Target:

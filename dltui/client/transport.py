@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from dltui.client.target import SshOptions, Target, TlsOptions
 from dltui.client.tls import client_context, describe_tls_error
 from dltui.protocol.errors import AuthError
+from dltui.protocol.messages import Message
 from dltui.protocol.stream import MessageStream
 
 STREAM_LIMIT = 2**20
@@ -117,7 +118,7 @@ class _ChildStream(MessageStream):
         while line := await self.process.stderr.readline():
             self.stderr_tail.append(line.decode(errors="replace").strip())
 
-    async def receive(self):  # type: ignore[override]
+    async def receive(self) -> Message:
         try:
             return await super().receive()
         except EOFError:
@@ -147,6 +148,9 @@ async def _spawn(command: list[str], what: str) -> Transport:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         limit=STREAM_LIMIT,
+        # Its own session: a terminal's Ctrl-C or hang-up reaches the client, which cancels
+        # jobs and closes stdin; the agent (or ssh) then ends in order, not mid-frame.
+        start_new_session=True,
     )
     stream = _ChildStream(process, what)
     stderr = asyncio.create_task(stream.keep_stderr())

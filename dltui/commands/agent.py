@@ -44,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         help="a folder time-to-accuracy plans may read, with those inside it (repeat for more; "
         "default: none; replaces the config's data_dirs)",
     )  # fmt: skip
-    parser.set_defaults(data_dirs=())  # the config's data_dirs, if it has them
+    parser.set_defaults(data_dirs=(), alert=[])  # the config's data_dirs and alert rules
     security = parser.add_argument_group("security")
     security.add_argument(
         "--secret-file", metavar="FILE", help="a secret clients must prove they know (mode 0600)"
@@ -93,7 +93,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
     listen = None if args.stdio else args.listen
     folders = tuple(args.data_dir or args.data_dirs)
-    return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders, _metrics(args))
+    return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders, args.alert,
+                 _metrics(args))  # fmt: skip
 
 
 def _data_dir(text: str) -> str:

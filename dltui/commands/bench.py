@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
 from collections.abc import Callable
@@ -29,8 +30,21 @@ from dltui.commands.options import (
     secret_option,
     target_argument,
 )
+from dltui.plans import sizing
+from dltui.plans.assertions import (
+    EXIT_FAILED,
+    Assertion,
+    AssertionSyntaxError,
+    Baseline,
+    cases,
+    failures,
+    load_baseline,
+    parse_assertion,
+)
 from dltui.plans.check import check_plan
-from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
+from dltui.plans.names import DEVICES
+from dltui.plans.occupancy import mig_uuid
+from dltui.protocol.messages import JobState, KernelPlan, ModelPlan, Plan
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 
@@ -66,7 +80,39 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    parser.add_argument(
+        "--force", action="store_true",
+        help="run even where someone else's work is on the GPUs (the agent refuses otherwise); "
+        "the results say whose work they shared the GPUs with",
+    )  # fmt: skip
+    parser.add_argument(
+        "--assert", dest="assertions", action="append", type=_assertion, default=[],
+        metavar="EXPR", help="a check every matching result must pass, e.g. 'ratio>=0.9', "
+        "'tflops>=600 kind=gemm precision=bf16', 'images_per_second>=7000 model=resnet50', "
+        "'efficiency>=0.9' (repeat for more); a failure exits 5",
+    )  # fmt: skip
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="ratios against this dltui bench --json file's "
+        "results instead of the published figures",
+    )  # fmt: skip
     add_connection_options(parser)
+
+
+DEVICE_HELP = "auto (default), cuda, cpu, or cuda:MIG-<uuid>: one MIG instance (dltui probe)"
+
+
+def _device(text: str) -> str:
+    if text in DEVICES or mig_uuid(text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(DEVICES)} or cuda:MIG-<uuid>, "
+                                     f"got {text!r}")  # fmt: skip
+
+
+def _assertion(text: str) -> Assertion:
+    try:
+        return parse_assertion(text)
+    except AssertionSyntaxError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _kernels_parser(
@@ -89,7 +135,7 @@ def _kernels_parser(
     parser.add_argument(
         "--precision", type=_names(plan.PRECISIONS), default=["fp32"], metavar="P,P"
     )
-    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
+    parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
     parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
     parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
     parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
@@ -146,7 +192,8 @@ def _models_parser(
         "or one run across servers. With --data and --target-accuracy, train on a folder of "
         "images until the held-out top-1 reaches the target (time to accuracy).",
         epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
-        "compiled, and each model's tuned batch; on a CPU fp32, eager, tf_cnn_benchmarks' batch.",
+        "compiled, and each model's tuned batch; on a CPU fp32, eager, a batch that makes a "
+        "step of a second or two, and fewer steps.",
     )
     _agents_options(parser, "with --scale-out")
     parser.add_argument(
@@ -180,11 +227,15 @@ def _models_parser(
     parser.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=None, help="torch.compile / XLA"
     )
-    parser.add_argument("--warmup", type=int, default=10, help="untimed steps (default 10)")
-    parser.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
+    parser.add_argument(
+        "--warmup", type=int, help=f"untimed steps (default 10; on a CPU {sizing.CPU_WARMUP})"
+    )
+    parser.add_argument(
+        "--steps", type=int, help=f"timed steps (default 100; on a CPU {sizing.CPU_STEPS})"
+    )
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--classes", type=int, default=1000)
-    parser.add_argument("--device", choices=plan.DEVICES, default="auto")
+    parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument(
         "--data", metavar="DIR", help="a folder of images on the agent, one sub-folder per class"
@@ -219,11 +270,28 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     else:
         plan = _model_plan(args)
         across = args.scale_out
+    plan = dataclasses.replace(plan, force=args.force)
     check_plan(plan)
     check_layout(plan, len(targets), across)
+    baseline = load_baseline(args.baseline) if args.baseline else None
     baselines = not getattr(args, "no_baseline", False)
-    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines)
-    return asyncio.run(bench)
+    given = (getattr(args, "warmup", None) is not None, getattr(args, "steps", None) is not None)
+    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines, given)
+    state, table = asyncio.run(bench)
+    failed = _check(args.assertions, table, baseline) if state == "done" else False
+    return EXIT_FAILED if failed else JOB_EXIT[state]
+
+
+def _check(assertions: list[Assertion], table: BenchTable, baseline: Baseline | None) -> bool:
+    """Print each assertion's failures; True when one failed."""
+    if not assertions:
+        return False
+    lines = failures(assertions, cases(table.kernel_results, table.model_results, baseline))
+    for line in lines:
+        print(line)
+    if not lines:
+        print(f"# all {len(assertions)} assertion(s) passed")
+    return bool(lines)
 
 
 def _kernel_plan(args: argparse.Namespace) -> KernelPlan:
@@ -254,8 +322,8 @@ def _model_plan(args: argparse.Namespace) -> ModelPlan:
         precision=args.precision,
         channels_last=args.channels_last,
         compile=args.compile,
-        warmup=args.warmup,
-        steps=args.steps,
+        warmup=10 if args.warmup is None else args.warmup,
+        steps=100 if args.steps is None else args.steps,
         image_size=args.image_size,
         classes=args.classes,
         device=args.device,
@@ -275,11 +343,15 @@ async def _bench(
     across: bool,
     rendezvous: tuple[str, int] | None,
     baselines: bool,
-) -> int:
+    given: tuple[bool, bool] = (True, True),
+) -> tuple[JobState, BenchTable]:
     session = ClientSession(targets, secret, CLIENT_RATE_HZ)
     async with session:
         await session.welcomed()
         names = session.names()
+        inventories = [welcome.inventory for welcome in session.welcomes().values()]
+        if isinstance(plan, ModelPlan) and all(sizing.on_cpu(plan, i) for i in inventories):
+            plan = sizing.for_cpu(plan, *given)  # a CPU's step counts, unless asked for
 
         def name(member: Member) -> str:
             return names[member.source]
@@ -294,7 +366,7 @@ async def _bench(
             state = await session.run_plans(run)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-        table.end()
+        table.end(state)
     if json_out is not None:
         json_out.write_text(json.dumps(table.report(session), indent=2) + "\n")
-    return JOB_EXIT[state]
+    return state, table

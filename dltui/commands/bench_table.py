@@ -7,13 +7,16 @@ A sink of the client session: it sees every frame and keeps those of the run's o
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
+import time
 from typing import TextIO
 
 from dltui.client.campaign import Campaign
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
-from dltui.formatting import HEADER, MODEL_HEADER, format_model_row, format_row
+from dltui.formatting import HEADER, MODEL_HEADER, format_model_row, format_row, left_words
+from dltui.plans import sizing
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import (
     JobEnd,
@@ -30,24 +33,43 @@ from dltui.protocol.messages import (
 
 
 class ProgressBar:
-    """One line on stderr, redrawn in place; silent when stderr is not a terminal."""
+    """One line on stderr, redrawn in place, with what is left at the pace so far; silent
+    when stderr is not a terminal."""
 
     def __init__(self, out: TextIO = sys.stderr, width: int = 30) -> None:
         self.out, self.width = out, width
         self.live = out.isatty()
+        self.started: float | None = None
 
     def show(self, done: float, total: int, label: str) -> None:
+        """`done` counts cases, a training run's current one by the fraction of its steps."""
         if not self.live or total <= 0:
             return
-        filled = round(self.width * min(done / total, 1.0))
+        now = time.monotonic()
+        self.started = self.started or now
+        part = min(done / total, 1.0)
+        filled = round(self.width * part)
         bar = "█" * filled + "·" * (self.width - filled)
-        self.out.write(f"\r\x1b[2K{bar} {int(done)}/{total} {label[:60]}")
+        case = done - int(done)
+        within = f" ({case:.0%} of this one)" if case else ""
+        left = ""
+        if 0.1 <= part < 1:  # before a tenth, start-up makes any pace a guess
+            left = " · " + left_words((now - self.started) * (1 - part) / part)
+        line = f"{bar} {int(done)}/{total}{within}{left} {label}"
+        self.out.write(f"\r\x1b[2K{line[: terminal_width(self.out) - 1]}")
         self.out.flush()
 
     def clear(self) -> None:
         if self.live:
             self.out.write("\r\x1b[2K")
             self.out.flush()
+
+
+def terminal_width(out: TextIO) -> int:
+    try:
+        return shutil.get_terminal_size().columns if out.isatty() else 10_000
+    except OSError:
+        return 80
 
 
 class BenchTable:
@@ -62,16 +84,19 @@ class BenchTable:
         self.kernel_results: list[tuple[str, KernelResult]] = []
         self.model_results: list[tuple[str, ModelResult]] = []
         self.cancelling: asyncio.Task[None] | None = None
+        self.flagged: dict[str, str] = {}
+        """Each server's last flag: someone else's work its results shared the GPUs with."""
 
     @property
     def several(self) -> bool:
         return len(self.names) > 1
 
     def start(self, welcomes: dict[str, Welcome]) -> None:
-        """Who the agents are, what runs, and the table's header."""
+        """Who the agents are, what runs and how big it is, and the table's header."""
         ((plan, across),) = self.run.plans  # a bench runs one plan
         for source, welcome in welcomes.items():
-            print(f"# {_describe(self.names[source], welcome)}; {_plan_words(plan)}")
+            size = sizing.size_words(plan, welcome.inventory)
+            print(f"# {_describe(self.names[source], welcome)}; {_plan_words(plan)}: {size}")
         if across:
             campaign = self.run.campaign
             print(f"# one run across {len(welcomes)} servers" + _rendezvous_words(campaign))
@@ -89,6 +114,11 @@ class BenchTable:
             self._draw_progress(name, message)
         elif isinstance(message, JobResult):
             self.bar.clear()
+            result = message.result or message.model
+            if result is not None and result.others and self.flagged.get(name) != result.others:
+                self.flagged[name] = result.others
+                print(f"# {name}: busy: {result.others} (forced: the figures below shared the "
+                      "GPUs with it)", flush=True)  # fmt: skip
             if message.result is not None:
                 self.kernel_results.append((name, message.result))
                 print(prefix + format_row(message.result), flush=True)
@@ -98,7 +128,7 @@ class BenchTable:
                 print(prefix + row, flush=True)
         elif isinstance(message, JobEnd):
             self.bar.clear()
-            if message.error:
+            if message.error and message.state != "cancelled":  # the end says cancelled once
                 print(f"# {name}: job {message.state}: {message.error}", file=sys.stderr)
 
     def _draw_progress(self, name: str, message: JobProgress) -> None:
@@ -114,8 +144,11 @@ class BenchTable:
         print("# cancelling …", file=sys.stderr)
         self.cancelling = asyncio.create_task(self.run.cancel())
 
-    def end(self) -> None:
-        if self.run.campaign.across and self.run.failures:
+    def end(self, state: str) -> None:
+        self.bar.clear()
+        if state == "cancelled":
+            print("# cancelled", file=sys.stderr)
+        elif self.run.campaign.across and self.run.failures:
             print(f"# the run across servers stopped: {'; '.join(self.run.failures)}",
                   file=sys.stderr)  # fmt: skip
 

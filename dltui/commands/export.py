@@ -32,5 +32,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
               f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
         return 0
     print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
-          f"{rows['models']} training runs ({rows['steps']} steps) → {args.output}")  # fmt: skip
+          f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
+          f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
     return 0

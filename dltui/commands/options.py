@@ -18,8 +18,8 @@ from dltui.client.target import (
 )
 from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
-from dltui.protocol.auth import SecretFileError, load_secret
 from dltui.protocol.messages import MAX_RATE_HZ
+from dltui.userfiles import SecretFileError, load_secret
 
 
 def number_argument(high: float, unit: str) -> Callable[[str], float]:

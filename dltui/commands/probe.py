@@ -1,4 +1,5 @@
-"""`dltui probe AGENT [--json]`: print an agent's inventory and one sample, then exit."""
+"""`dltui probe AGENT [--json]`: print an agent's inventory (with how the server is wired), one
+sample and a health summary (each GPU's health fields, the conditions up), then exit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import sys
 
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
-from dltui.formatting import fmt_bytes, fmt_value
+from dltui.fleet.health import EventBook, gpu_health, health_summary
+from dltui.formatting import fmt_bytes, fmt_value, wiring_lines
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
 from dltui.protocol.messages import Sample, Welcome, to_plain
 
@@ -34,14 +36,35 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     def busy(why: str) -> None:
         print(f"dltui probe: {target.label}: {why}; trying again", file=sys.stderr)
 
-    welcome, sample = asyncio.run(probe(target, secret, busy))
+    welcome, sample, received = asyncio.run(probe(target, secret, busy))
+    events = EventBook()
+    for event in received:
+        events.add(event)
     if args.json:
         report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}
         report |= {"inventory": to_plain(welcome.inventory), "sample": to_plain(sample)}
+        report["health"] = health_summary(welcome.inventory, sample, events)
         print(json.dumps(report, indent=2))
     else:
         print(describe(welcome, sample))
+        print("\n".join(health_lines(sample, events)))
     return 0
+
+
+def health_lines(sample: Sample, events: EventBook) -> list[str]:
+    lines = ["health"]
+    for gpu in sample.gpus:
+        found = gpu_health(gpu.values)
+        words = ", ".join(f"{name} {value:g}" for name, value in found.items()
+                          if name != "throttle")  # fmt: skip
+        held = ", ".join(found.get("throttle", [])) or "nothing"
+        lines.append(f"  gpu {gpu.index}     {words or 'no health fields'}; clocks held by {held}")
+    if not events.raised:
+        lines.append("  conditions up: none")
+    for event in events.raised.values():
+        where = f"gpu {event.gpu}" if event.gpu is not None else "host"
+        lines.append(f"  {event.severity:<9} {where}: {event.detail}")
+    return lines
 
 
 def describe(welcome: Welcome, sample: Sample) -> str:
@@ -64,6 +87,8 @@ def describe(welcome: Welcome, sample: Sample) -> str:
             f"  gpu {gpu.index}     {gpu.name}  {fmt_bytes(gpu.memory_total)}  {link}  "
             f"NVLink links {gpu.nvlink_links}  GPM {'yes' if gpu.gpm else 'no'}  {gpu.uuid}"
         )
+    lines.append("wiring")
+    lines += [f"  {line}" for line in wiring_lines(inv)]
     lines.append("sample")
     for name, value in sample.host.values.items():
         spec = HOST_FIELDS.get(name)

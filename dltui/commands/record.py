@@ -16,8 +16,7 @@ from dltui.commands.options import (
     target_argument,
 )
 from dltui.errors import UsageError
-from dltui.plans.files import load_plans
-from dltui.protocol.messages import Plan
+from dltui.plans.files import PlanFile, load_plan_file
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,8 +30,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument(
-        "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop after"
-    )
+        "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop "
+        "after (its [assert] checks then decide the exit status: 5 when one fails)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fail-on", choices=("warning", "critical"), help="stop and exit 4 as soon as an event "
+        "this severe (or worse) arrives: a health problem or an agent's alert rule",
+    )  # fmt: skip
     add_rate_option(parser)
     add_connection_options(parser)
     return parser
@@ -43,9 +47,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.duration is not None and not args.duration > 0:
         raise UsageError("--duration must be a positive number of seconds")
     secret = secret_option(args.secret_file)
-    plans: list[Plan] = [] if args.plan is None else load_plans(args.plan)
+    plan = PlanFile([]) if args.plan is None else load_plan_file(args.plan)
     targets = reach(args, args.agents or [Target("local")])
     from dltui.recording.record import record
 
-    state = asyncio.run(record(targets, args.output, args.duration, secret, args.rate, plans))
+    state = asyncio.run(record(targets, args.output, args.duration, secret, args.rate,
+                               plan.plans, args.fail_on, plan.assertions))  # fmt: skip
     return JOB_EXIT[state]

@@ -12,6 +12,7 @@ from dltui.commands.options import (
     secret_option,
     target_argument,
 )
+from dltui.errors import DltuiError
 
 COMMANDS = """\
 commands:
@@ -47,10 +48,26 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+class NoTerminal(DltuiError):
+    """The TUI was started without a terminal to draw on."""
+
+    exit_status = 2
+
+
+def check_terminal() -> None:
+    """Say so in one line, rather than write escape codes into a file or spin on a closed
+    input: NoTerminal when stdin or stdout is not a terminal."""
+    from dltui.tui.terminal import needs_terminal
+
+    if (why := needs_terminal()) is not None:
+        raise NoTerminal(why)
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     secret = secret_option(args.secret_file)
     targets = reach(args, args.agents or [Target("local")])  # each server once
+    check_terminal()
     from dltui.tui.app import create_app
 
     app = create_app(targets, secret=secret, rate_hz=args.rate)

@@ -68,15 +68,27 @@ class Cell:
             return False
         if isinstance(result, KernelResult):
             return formulas.noisy(result.median_s, result.spread_s)
-        return bool(result.images_per_s and result.spread) and formulas.noisy(
-            result.images_per_s, result.spread or 0.0
-        )
+        if not (result.images_per_s and result.spread):
+            return False
+        return formulas.noisy(result.images_per_s, result.spread)
 
     @property
     def implausible(self) -> bool:
         """A scaling efficiency above what the hardware can give: shown flagged."""
         efficiency = self.value("efficiency")
         return efficiency is not None and efficiency > formulas.IMPLAUSIBLE_EFFICIENCY
+
+    def unit(self, metric: Metric) -> str:
+        """What its figure counts in: rows are sorted among those counting the same."""
+        result = self.result
+        if metric == "efficiency":
+            return "%"
+        if isinstance(result, ModelResult):
+            return "img/s" + ("/W" if metric == "per_watt" else "")
+        unit = (
+            "FLOP/s" if result.tflops is not None else "B/s" if result.gbps is not None else "1/s"
+        )
+        return unit + ("/W" if metric == "per_watt" else "")
 
     def missing(self, metric: Metric) -> str:
         """Why a figure is absent, in a few words."""
@@ -179,16 +191,25 @@ class Comparison:
     columns: list[str]
 
     def sorted_rows(self, column: str | None, metric: Metric, descending: bool) -> list[Row]:
-        """In the order the benchmarks ran, or by one column's figure (missing ones last)."""
+        """In the order the benchmarks ran, or by one column's figure within each unit
+        (TFLOP/s among TFLOP/s, GB/s among GB/s: the units in the order they first ran,
+        missing figures last in each)."""
         if column is None:
             return sorted(self.rows, key=lambda row: row.order, reverse=descending)
+        units: dict[str, int] = {}
+        for row in sorted(self.rows, key=lambda row: row.order):
+            any_cell = row.cells.get(column) or next(iter(row.cells.values()))
+            units.setdefault(any_cell.unit(metric), len(units))
 
-        def key(row: Row) -> float:
+        def key(row: Row) -> tuple[int, float]:
             cell = row.cells.get(column)
+            group = units[(cell or next(iter(row.cells.values()))).unit(metric)]
             value = cell.value(metric) if cell is not None else None
-            return value if value is not None else float("-inf") if descending else float("inf")
+            if value is None:
+                return group, float("inf")
+            return group, -value if descending else value
 
-        return sorted(self.rows, key=key, reverse=descending)
+        return sorted(self.rows, key=key)
 
     def records(self, baseline: str) -> list[dict[str, object]]:
         """Every cell as a flat record: what ran, where, the figures and the phase's means."""
@@ -206,10 +227,12 @@ def build(fleet: Fleet) -> Comparison:
     rows: dict[tuple[object, ...], Row] = {}
     columns: dict[str, None] = {}
 
-    def place(key: tuple[object, ...], label: str, kind: str, cell: Cell) -> None:
+    def place(
+        key: tuple[object, ...], label: str, kind: Literal["kernel", "model"], cell: Cell
+    ) -> None:
         row = rows.get(key)
         if row is None:
-            row = rows[key] = Row(key, label, kind, len(rows))  # type: ignore[arg-type]
+            row = rows[key] = Row(key, label, kind, len(rows))
         row.cells[cell.column] = cell  # the latest run of a benchmark in a column wins
         columns.setdefault(cell.column)
 

@@ -11,10 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from dltui.fleet.health import EventBook
 from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.series import Series
 from dltui.protocol.messages import (
     Error,
+    Event,
     GpuProcess,
     GpuState,
     Inventory,
@@ -26,6 +28,7 @@ from dltui.protocol.messages import (
     Link,
     LinkStateName,
     Message,
+    MigSample,
     ModelResult,
     Pong,
     Sample,
@@ -62,6 +65,24 @@ class JobView:
     results: list[KernelResult] = field(default_factory=list)
     model_results: list[ModelResult] = field(default_factory=list)
     ended: float | None = None
+    started: float | None = field(default=None, compare=False)
+    """When its first frame came, on the server's timeline: how long it has been running (not
+    part of what the frames say, so two views of one job compare equal without it)."""
+
+    def progress(self) -> float:
+        """0–1 over its cases, a training run's current case by its own fraction."""
+        if not self.total:
+            return 0.0
+        done = self.done + (self.fraction or 0.0) if self.state == "running" else self.total
+        return min(done / self.total, 1.0)
+
+    def remaining(self, now: float) -> float | None:
+        """Seconds left at the pace so far; None until the pace is known (a tenth of the way:
+        before that, start-up and compilation make any pace a guess)."""
+        progress = self.progress()
+        if self.state != "running" or self.started is None or not 0.1 <= progress < 1:
+            return None
+        return (now - self.started) * (1 - progress) / progress
 
 
 @dataclass
@@ -90,6 +111,10 @@ class ServerView:
     """Its benchmark cases, in the order they started (the fleet's tracker finds them)."""
     processes: dict[int, list[GpuProcess]] = field(default_factory=dict)
     """GPU index -> the compute processes on it, as last reported (every few seconds)."""
+    mig: dict[int, list[MigSample]] = field(default_factory=dict)
+    """GPU index -> its MIG instances' readings, as last reported."""
+    events: EventBook = field(default_factory=EventBook)
+    """Its health events and alerts, and the conditions up now."""
 
     @property
     def name(self) -> str:
@@ -136,6 +161,8 @@ class ServerView:
             gpu.errors = gpu_sample.errors
             if gpu_sample.processes is not None:
                 self.processes[gpu_sample.index] = gpu_sample.processes
+            if gpu_sample.mig is not None:
+                self.mig[gpu_sample.index] = gpu_sample.mig
             for name, value in gpu_sample.values.items():
                 self._series(gpu.series, name).append(t, value)
         self.samples += 1
@@ -161,6 +188,8 @@ class Fleet:
         """Take one frame. A replay gives the time it was `received`, which then places the
         benchmark phases (a seek applies old frames before any sample)."""
         server = self.add(source)
+        if isinstance(message, (JobProgress, JobResult, JobEnd)) and message.job not in server.jobs:
+            server.job(message.job).started = self._when(server, received)
         if isinstance(message, Sample):
             server.apply_sample(message)
         elif isinstance(message, Link):
@@ -193,12 +222,19 @@ class Fleet:
             job.state, job.error, job.ended = message.state, message.error, message.wall
         elif isinstance(message, Error):
             server.last_error = f"{message.code}: {message.message}"
-        # On the server's own timeline: a phase marker falls where its samples are drawn.
-        when = received if received is not None else server.last_sample_time
-        started = self.phases.observe(source, message, time.time() if when is None else when)
+        elif isinstance(message, Event):
+            server.events.add(message)
+        started = self.phases.observe(source, message, self._when(server, received))
         if started is not None:
             server.phases.append(started)
         self.version += 1
+
+    @staticmethod
+    def _when(server: ServerView, received: float | None) -> float:
+        """A frame's time on the server's own timeline: where its samples are drawn."""
+        if received is not None:
+            return received
+        return server.last_sample_time if server.last_sample_time is not None else time.time()
 
     def reset(self) -> None:
         """Forget everything the frames said, keeping each server (the UI holds them): a replay

@@ -27,6 +27,7 @@ from dltui.plans.names import (
     SHAPE_SETS,
     TUNINGS,
 )
+from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.errors import quote
 from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 
@@ -57,11 +58,17 @@ def _unknown(what: str, values: list[str], allowed: tuple[str, ...]) -> list[str
             if value not in allowed]  # fmt: skip
 
 
+def _device_problems(device: str) -> list[str]:
+    if device in DEVICES or mig_uuid(device):
+        return []
+    return [f"unknown device {quote(device)} (one of: {', '.join(DEVICES)}, or cuda:MIG-<uuid>)"]
+
+
 def _kernel_problems(plan: KernelPlan) -> list[str]:
     problems = [
         *_unknown("framework", [plan.framework], FRAMEWORKS),
         *_unknown("shape set", [plan.shape_set], SHAPE_SETS),
-        *_unknown("device", [plan.device], DEVICES),
+        *_device_problems(plan.device),
         *_unknown("kernel", plan.kinds, KINDS),
         *_unknown("precision", plan.precisions, PRECISIONS),
         *_unknown("tuning", [plan.tuning], TUNINGS),
@@ -75,9 +82,9 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
         problems.append("kinds and precisions must not repeat")
     if not 0 <= plan.gpus <= MAX_GPUS:
         problems.append(f"gpus must be 0-{MAX_GPUS}, got {plan.gpus}")
-    for name, value in (("warmup", plan.warmup), ("iterations", plan.iterations)):
-        if value is not None and not 0 <= value <= MAX_ITERATIONS:
-            problems.append(f"{name} must be 0-{MAX_ITERATIONS}, got {value}")
+    for name, count in (("warmup", plan.warmup), ("iterations", plan.iterations)):
+        if count is not None and not 0 <= count <= MAX_ITERATIONS:
+            problems.append(f"{name} must be 0-{MAX_ITERATIONS}, got {count}")
     if plan.iterations == 0:
         problems.append("iterations must be at least 1")
     for name, value, top in (
@@ -88,13 +95,15 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
             problems.append(f"{name} must be in (0, {top:g}], got {value}")
     if plan.cluster is not None and plan.kinds != ["allreduce"]:
         problems.append("only all-reduce runs across servers; run the other kinds per server")
+    if mig_uuid(plan.device) and "allreduce" in plan.kinds:
+        problems.append("all-reduce needs whole GPUs, not one MIG instance")
     return problems
 
 
 def _model_problems(plan: ModelPlan) -> list[str]:
     problems = [
         *_unknown("framework", [plan.framework], FRAMEWORKS),
-        *_unknown("device", [plan.device], DEVICES),
+        *_device_problems(plan.device),
         *_unknown("precision", [plan.precision] if plan.precision else [], MODEL_PRECISIONS),
         *_unknown("model", plan.models, MODELS),
     ]
@@ -129,6 +138,8 @@ def _model_problems(plan: ModelPlan) -> list[str]:
     within("target_accuracy", plan.target_accuracy, 0.01, 1.0)
     if plan.cluster is not None and len(plan.gpus) != 1:
         problems.append("a run across servers has one GPU count per server, not a sweep")
+    if mig_uuid(plan.device) and (plan.gpus != [1] or plan.cluster is not None):
+        problems.append("a run on one MIG instance has one GPU (gpus = [1]) on one server")
     return problems
 
 

@@ -9,20 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
-import stat
-
-from dltui.userfiles import FileProblem, read_bounded
 
 NONCE_SIZE = 32
 MIN_SECRET_SIZE = 16
-MAX_SECRET_FILE = 4096
-"""A secret is a line of random bytes; a bigger file is not one (and is never read)."""
-
-
-class SecretFileError(Exception):
-    """The secret file is missing, not a small regular file, too short or readable by others."""
+"""A shared secret's least length in bytes (dltui.userfiles.load_secret reads it from a file)."""
 
 
 def new_nonce() -> bytes:
@@ -39,22 +30,3 @@ def agent_proof(secret: bytes, challenge: bytes, nonce: bytes) -> bytes:
 
 def same(expected: bytes, given: bytes | None) -> bool:
     return given is not None and hmac.compare_digest(expected, given)
-
-
-def load_secret(path: str | os.PathLike[str]) -> bytes:
-    """Read a secret file: a small regular file that group and others cannot read, checked
-    before a byte of it is read."""
-
-    def private(status: os.stat_result) -> str | None:
-        if status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            mode = stat.S_IMODE(status.st_mode)
-            return f"is accessible by others (mode {mode:04o}); run: chmod 600 {path}"
-        return None
-
-    try:
-        data = read_bounded(path, "secret file", MAX_SECRET_FILE, private).strip()
-    except FileProblem as exc:
-        raise SecretFileError(str(exc)) from None
-    if len(data) < MIN_SECRET_SIZE:
-        raise SecretFileError(f"secret in {path} is shorter than {MIN_SECRET_SIZE} bytes")
-    return data

@@ -31,6 +31,7 @@ GPU_FIELDS = _table(
     FieldSpec("temp", "°C", "GPU temperature"),
     FieldSpec("clock_sm", "MHz", "SM clock"),
     FieldSpec("clock_mem", "MHz", "memory clock"),
+    FieldSpec("clock_sm_max", "MHz", "maximum SM clock"),
     FieldSpec("throttle", "", "clock throttle reasons (NVML bitmask)"),
     FieldSpec("ecc_corrected", "", "corrected ECC errors since driver load"),
     FieldSpec("ecc_uncorrected", "", "uncorrected ECC errors since driver load"),
@@ -44,7 +45,27 @@ GPU_FIELDS = _table(
     FieldSpec("sm_occupancy", "%", "SM occupancy (GPM)"),
     FieldSpec("tensor_active", "%", "tensor core active (GPM)"),
     FieldSpec("dram_active", "%", "DRAM bandwidth used (GPM)"),
+    # Health, read every 5 s (docs/health.md): the agent raises events when they change.
+    FieldSpec("pcie_gen", "", "PCIe link generation now"),
+    FieldSpec("pcie_width", "", "PCIe link width now (lanes)"),
+    FieldSpec("pcie_replay", "", "PCIe replays since driver load"),
+    FieldSpec("retired_sbe", "", "pages retired for repeated single-bit ECC errors"),
+    FieldSpec("retired_dbe", "", "pages retired for double-bit ECC errors"),
+    FieldSpec("retired_pending", "", "a page retirement waits for a GPU reset (1) or not (0)"),
+    FieldSpec("remapped_correctable", "", "memory rows remapped for correctable errors"),
+    FieldSpec("remapped_uncorrectable", "", "memory rows remapped for uncorrectable errors"),
+    FieldSpec("remap_pending", "", "a row remapping waits for a GPU reset (1) or not (0)"),
+    FieldSpec("remap_failed", "", "a row remapping failed (1) or not (0)"),
+    FieldSpec("nvlink_crc_errors", "", "NVLink CRC errors (flit and data), all links"),
+    FieldSpec("nvlink_replay_errors", "", "NVLink replays, all links"),
+    FieldSpec("nvlink_recovery_errors", "", "NVLink recoveries, all links"),
 )
+
+HEALTH_FIELDS = ("pcie_gen", "pcie_width", "pcie_replay", "retired_sbe", "retired_dbe",
+                 "retired_pending", "remapped_correctable", "remapped_uncorrectable",
+                 "remap_pending", "remap_failed", "nvlink_crc_errors", "nvlink_replay_errors",
+                 "nvlink_recovery_errors", "ecc_uncorrected")  # fmt: skip
+"""The GPU fields a health summary shows (with the throttle reasons)."""
 
 HOST_FIELDS = _table(
     FieldSpec("cpu", "%", "CPU, all cores"),

@@ -29,7 +29,7 @@ def _reject_ext(code: int, data: bytes) -> Any:
 
 def encode_frame(obj: Any, max_frame: int = MAX_FRAME) -> bytes:
     """One object as one frame. Refuses to produce a frame the peer would refuse."""
-    body = msgpack.packb(obj, use_bin_type=True)
+    body: bytes = msgpack.packb(obj, use_bin_type=True)
     if len(body) > max_frame:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the limit of {max_frame}")
     return _HEADER.pack(len(body)) + body
@@ -80,8 +80,10 @@ class FrameDecoder:
             return False, None
         (length,) = _HEADER.unpack_from(self._buffer)
         if length > self.max_frame + self.overhead:
+            tag = f" (a body of {self.max_frame} and a {self.overhead}-byte tag)"
             raise ProtocolError(
-                f"declared frame length {length} exceeds the limit of {self.max_frame}"
+                f"declared frame length {length} exceeds the limit of "
+                f"{self.max_frame + self.overhead}{tag if self.overhead else ''}"
             )
         end = HEADER_SIZE + length
         if len(self._buffer) < end:
@@ -96,7 +98,7 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[Any]:
         """Push bytes and return every object they complete."""
         self.push(data)
-        objects = []
+        objects: list[Any] = []
         while True:
             ready, obj = self.pop()
             if not ready:

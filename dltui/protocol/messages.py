@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from dltui.protocol.errors import ProtocolError
+from dltui.protocol.topology import Topology
 from dltui.protocol.validate import build
 
 PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
@@ -21,9 +22,28 @@ GpuState = Literal["ok", "lost", "error"]
 LinkStateName = Literal["connecting", "live", "offline", "auth_failed", "busy"]
 """busy: the agent has no room now (its clients, or connections waiting to log in); retried."""
 JobState = Literal["done", "cancelled", "failed", "refused"]
+Severity = Literal["info", "warning", "critical"]
+EventState = Literal["raised", "resolved", "once"]
+SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
+"""In rising order: `dltui record --fail-on warning` also fails on a critical event."""
 
 
 # --- inventory -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance of a GPU in MIG mode: what a benchmark can target as `cuda:<uuid>`."""
+
+    uuid: str
+    """"MIG-…", as CUDA_VISIBLE_DEVICES takes it."""
+    gpu_instance: int
+    compute_instance: int
+    profile: str
+    """The profile's name, e.g. "1g.18gb" (from NVML's name for the instance)."""
+    memory_total: int
+    """Bytes."""
+    sm_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +61,9 @@ class GpuInfo:
     """Active NVLink links; 0 where there are none or NVML cannot say."""
     gpm: bool = False
     """Whether GPM metrics (SM active, tensor active, DRAM, PCIe rates) are supported."""
+    mig: bool = False
+    """MIG mode is on: the GPU is split into `mig_instances`."""
+    mig_instances: list[MigInstance] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +81,8 @@ class Inventory:
     frameworks: dict[str, str] = field(default_factory=dict)
     python: str = ""
     dltui: str = ""
+    topology: Topology | None = None
+    """How the server is wired (GPU paths, NUMA, NICs); None from agents older than it."""
 
 
 # --- telemetry -----------------------------------------------------------------------------
@@ -65,13 +90,56 @@ class Inventory:
 
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
-    """A compute process on a GPU (NVML's list), so a user sees who else is using it."""
+    """A compute process on a GPU (NVML's list), with its owner and where it runs, so a user
+    sees whose work is on the GPU. Anything the agent could not read is None."""
 
     pid: int
+    """As the agent's host sees it (a container's processes by their host PID)."""
     memory: int | None = None
     """GPU memory it holds, bytes; None where NVML cannot say (some drivers, MIG)."""
     name: str | None = None
     """The process name as the agent's host sees it; None when it could not be read."""
+    user: str | None = None
+    command: str | None = None
+    """Its command line, shell-quoted, cut to 200 characters."""
+    started: float | None = None
+    """When it started, wall clock."""
+    cpu: float | None = None
+    """% of one core since the previous list (None in the first list it is in)."""
+    rss: int | None = None
+    """Host memory it holds, bytes."""
+    sm_util: float | None = None
+    """% of the SMs it kept busy since the previous list (nvmlDeviceGetProcessUtilization)."""
+    mem_util: float | None = None
+    """% of memory-controller time it used, the same way."""
+    ns_pid: int | None = None
+    """Its PID inside its own PID namespace, where that is not `pid` (a container's)."""
+    container: str | None = None
+    """Container ID, from its cgroup."""
+    runtime: str | None = None
+    """docker, containerd, cri-o or podman."""
+    pod: str | None = None
+    """Kubernetes pod UID, where its cgroup is under kubepods."""
+    pod_name: str | None = None
+    """Kubernetes namespace/pod, where the kubelet's log links name the container."""
+    container_name: str | None = None
+    """Kubernetes container name, the same way."""
+    job: str | None = None
+    """Slurm job ID: from its cgroup (slurm/uid_*/job_*), else its SLURM_JOB_ID."""
+    own: bool = False
+    """This agent's own benchmark worker, or a rank that worker started."""
+    gpu_instance: int | None = None
+    """MIG: the GPU instance it runs in."""
+    compute_instance: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigSample:
+    """One MIG instance's readings: its memory, and GPM metrics where NVML gives them."""
+
+    gpu_instance: int
+    values: dict[str, float]
+    """Field name (protocol.fields) to value, as in a GPU's `values`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +153,9 @@ class GpuSample:
     processes: list[GpuProcess] | None = None
     """The compute processes, only in the sample after each read (every 2 s): None means
     "unchanged since the last list", an empty list "none"."""
+    mig: list[MigSample] | None = None
+    """A GPU in MIG mode: each instance's readings, in the sample after each read (every 2 s)
+    like `processes`; None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +223,9 @@ class KernelPlan:
     """The whole job; past it the worker is killed and the job fails."""
     cluster: ClusterRole | None = None
     """Set when this agent is one of several in a scale-out run (all-reduce only, so far)."""
+    force: bool = False
+    """Run even while someone else's work is on the server's GPUs (the results say so);
+    without it the agent refuses the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +265,8 @@ class ModelPlan:
     max_epochs: int = 50
     timeout_s: float = 3600.0
     cluster: ClusterRole | None = None
+    force: bool = False
+    """As KernelPlan.force."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +306,13 @@ class ModelResult:
     """What `reference_images_per_s` is: a published figure for this model and GPU count."""
     reference_images_per_s: float | None = None
     error: str | None = None
+    gpu_set: list[int] = field(default_factory=list)
+    """The NVML indices of the GPUs the ranks ran on, in rank order; empty where unknown."""
+    placement: str | None = None
+    """Why those GPUs, in words ("GPU 0,1 · NVLink ×18 (NVSwitch) · NUMA 0")."""
+    others: str | None = None
+    """Someone else's work on the server's GPUs while it ran, in words ("user alice (job
+    41233) on GPU 0"); None when there was none (a run forced onto busy GPUs says so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +365,17 @@ class KernelResult:
     energy_s: float | None = None
     sustained_s: float | None = None
     """Seconds per iteration during that sustained run: a power cap shows as a longer time."""
+    gpu_set: list[int] = field(default_factory=list)
+    """NVML indices of the GPUs it ran on: a peer copy's source and destination, an
+    all-reduce's ranks in order; empty where unknown (CUDA's numbering is not NVML's)."""
+    placement: str | None = None
+    """Why an all-reduce's ranks are on those GPUs, in words."""
+    link: str | None = None
+    """The link a copy crossed, in words ("NVLink ×18", "PCIe gen5 x16")."""
+    nominal_gbps: float | None = None
+    """That link's nominal rate each way, GB/s: what `gbps` is measured against."""
+    others: str | None = None
+    """As ModelResult.others."""
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -474,11 +568,45 @@ class JobEnd(Message):
     wall: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Event(Message):
+    """Agent → every client: the server's health changed (an XID error, a degraded PCIe link,
+    retired memory, a hardware slowdown…) or an alert rule of the agent's config fired or
+    resolved. Never dropped; a condition still raised is sent again to each client that logs
+    in. The server is the connection it came on, as for every frame."""
+
+    TYPE: ClassVar[str] = "event"
+    id: int
+    """The agent's count of events since it started: a frame sent again keeps its id."""
+    kind: str
+    """What happened (docs/health.md lists the kinds): "xid", "pcie_link", "alert" …"""
+    severity: Severity
+    detail: str
+    """In words, for a person."""
+    wall: float
+    """Agent wall clock when it happened."""
+    gpu: int | None = None
+    """NVML index of the GPU it concerns; None for the host."""
+    state: EventState = "raised"
+    """"raised": a condition began (a degraded link, a thermal slowdown, a firing rule);
+    "resolved": the condition an earlier event of the same kind, GPU and rule raised ended;
+    "once": it happened, with nothing to end (an XID, a count that grew)."""
+    rule: str | None = None
+    """An alert's rule name."""
+    value: float | None = None
+    """The figure behind it: the XID code, the temperature, the count."""
+
+    @property
+    def condition(self) -> tuple[str, int | None, str | None]:
+        """What a resolve matches its raise by."""
+        return (self.kind, self.gpu, self.rule)
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
     for cls in (
         *(Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, Error, Bye, Link),
-        *(Run, Cancel, JobProgress, JobResult, JobEnd),
+        *(Run, Cancel, JobProgress, JobResult, JobEnd, Event),
     )
 }
 
@@ -545,7 +673,6 @@ def from_wire(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise ProtocolError(f"a message must be a map, got {type(obj).__name__}")
     kind = obj.get("type")
-    cls = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
         raise ProtocolError(f"unknown message type {kind!r}")
-    return build(cls, obj, kind)
+    return build(MESSAGE_TYPES[kind], obj, kind)

@@ -68,6 +68,7 @@ GPU_METRICS: dict[str, MetricSpec] = dict((
     _field("gpu", "temp", "temperature", "celsius"),
     _field("gpu", "clock_sm", "sm_clock", "hertz", scale=MHZ),
     _field("gpu", "clock_mem", "memory_clock", "hertz", scale=MHZ),
+    _field("gpu", "clock_sm_max", "sm_clock_max", "hertz", scale=MHZ),
     _field("gpu", "ecc_corrected", "ecc_corrected_errors", kind="counter"),
     _field("gpu", "ecc_uncorrected", "ecc_uncorrected_errors", kind="counter"),
     _field("gpu", "nvlink_tx", "nvlink_transmit", "bytes_per_second"),
@@ -80,6 +81,20 @@ GPU_METRICS: dict[str, MetricSpec] = dict((
     _field("gpu", "sm_occupancy", "sm_occupancy", "ratio", scale=PERCENT),
     _field("gpu", "tensor_active", "tensor_active", "ratio", scale=PERCENT),
     _field("gpu", "dram_active", "dram_active", "ratio", scale=PERCENT),
+    # health (read every 5 s): lifetime counts are counters, flags and the link now gauges
+    _field("gpu", "pcie_gen", "pcie_link_generation"),
+    _field("gpu", "pcie_width", "pcie_link_width"),
+    _field("gpu", "pcie_replay", "pcie_replays", kind="counter"),
+    _field("gpu", "retired_sbe", "retired_pages_single_bit", kind="counter"),
+    _field("gpu", "retired_dbe", "retired_pages_double_bit", kind="counter"),
+    _field("gpu", "retired_pending", "retired_pages_pending"),
+    _field("gpu", "remapped_correctable", "remapped_rows_correctable", kind="counter"),
+    _field("gpu", "remapped_uncorrectable", "remapped_rows_uncorrectable", kind="counter"),
+    _field("gpu", "remap_pending", "remap_pending"),
+    _field("gpu", "remap_failed", "remap_failed"),
+    _field("gpu", "nvlink_crc_errors", "nvlink_crc_errors", kind="counter"),
+    _field("gpu", "nvlink_replay_errors", "nvlink_replay_errors", kind="counter"),
+    _field("gpu", "nvlink_recovery_errors", "nvlink_recovery_errors", kind="counter"),
 ))  # fmt: skip
 """Telemetry field -> its metric; `throttle` (a bitmask) is THROTTLE, one point per reason."""
 

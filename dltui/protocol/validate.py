@@ -12,11 +12,12 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union, cast
 
 from dltui.protocol.errors import ProtocolError, quote
 
 Check = Callable[[Any], Any]
+T = TypeVar("T")
 
 
 class _Invalid(ProtocolError):
@@ -31,10 +32,10 @@ class _Invalid(ProtocolError):
         return _Invalid(self.reason, (segment, *self.path))
 
 
-def build(cls: type, data: Any, name: str) -> Any:
+def build(cls: type[T], data: Any, name: str) -> T:
     """`cls` from `data`; a ProtocolError naming the path to the first bad value."""
     try:
-        return _checker(cls)(data)
+        return cast(T, _checker(cls)(data))
     except _Invalid as exc:
         where = "".join(exc.path)
         raise ProtocolError(f"{name}{where}: {exc.reason}") from None
@@ -68,7 +69,7 @@ def _compile(hint: Any) -> Check:
         key, value = typing.get_args(hint)
         assert key is str, "maps on the wire have string keys"
         return _dict(value)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _dataclass(hint)
     if hint is float:
         return _scalar((int, float), "float")

@@ -73,7 +73,7 @@ class StretchEncoder:
             if base is not None and base[0] == shape:
                 stored = changes(base[1], values)
             self._bases[record.source] = (shape, values)
-        body = msgpack.packb([record.received, record.source, stored], use_bin_type=True)
+        body: bytes = msgpack.packb([record.received, record.source, stored], use_bin_type=True)
         return _LENGTH.pack(len(body)) + body
 
     def flush(self) -> bytes:

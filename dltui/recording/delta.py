@@ -55,7 +55,7 @@ def compile_shape(wire: dict[str, Any]) -> Node:
     its position in `leaves`."""
     count = 0
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any) -> Node:
         nonlocal count
         if not _walked(node):
             count += 1
@@ -93,7 +93,9 @@ def apply_changes(base: list[Any], found: list[Any]) -> list[Any]:
 
 def rebuild(shape: Node, values: list[Any]) -> Any:
     """The message map back from its leaves (the inverse of `leaves`)."""
-    if type(shape) is dict:
+    if isinstance(shape, dict):
         return {key: values[node] if type(node) is int else rebuild(node, values)
                 for key, node in shape.items()}  # fmt: skip
-    return [values[node] if type(node) is int else rebuild(node, values) for node in shape]
+    if isinstance(shape, list):
+        return [values[node] if type(node) is int else rebuild(node, values) for node in shape]
+    return values[shape]

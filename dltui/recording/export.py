@@ -3,13 +3,16 @@
 Telemetry is long-form, one row per value (recording, server, time, scope, gpu, field, value):
 the shape pandas, R and spreadsheets pivot from. Kernel results are one row per timed case;
 training runs one row per run in `models` (with the scaling efficiency derived from the runs
-beside it), and their per-step times long-form in `steps`, one row per step. CSV and Parquet
-write one file per table to a directory; JSON writes one document with a key per table;
-OpenMetrics writes one file for `promtool tsdb create-blocks-from openmetrics` (openmetrics.py).
+beside it), and their per-step times long-form in `steps`, one row per step. Health events and
+alerts are one row each in `events`; each GPU process seen, with its owner and place, one row
+in `processes` (health_tables.py). CSV and Parquet write one file per table to a directory;
+JSON writes one document with a key per table; OpenMetrics writes one file for
+`promtool tsdb create-blocks-from openmetrics` (openmetrics.py).
 
 Every format streams: telemetry rows are written as the recording is read, a chunk at a time, so
 memory holds a chunk, not the file (a day of an 8-GPU server at 10 Hz is 150 million rows).
-Results, training runs and steps are a few per benchmark case, and are kept until the end.
+Results, training runs, steps, events and processes are a few per benchmark case, event or
+process, and are kept until the end.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from typing import Any
 
 from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import JobResult, ModelResult, Sample, Welcome, to_plain
+from dltui.protocol.messages import Event, JobResult, ModelResult, Sample, Welcome, to_plain
 from dltui.recording.format import Record
+from dltui.recording.health_tables import EVENT_COLUMNS, PROCESS_COLUMNS, ProcessTable, event_row
 from dltui.recording.reader import RecordingReader
 from dltui.recording.table_writers import (
     CsvWriter,
@@ -34,9 +38,12 @@ from dltui.recording.table_writers import (
 
 STEP_COLUMNS = ("recording", "server", "job", "model", "gpus", "servers", "step", "seconds")
 FORMATS = ("csv", "json", "parquet", "openmetrics")
-TABLES = ("telemetry", "results", "models", "steps")
+TABLES = ("telemetry", "results", "models", "steps", "events", "processes")
 SMALL_TABLES = TABLES[1:]
+FIXED_COLUMNS = {"steps": STEP_COLUMNS, "events": EVENT_COLUMNS, "processes": PROCESS_COLUMNS}
+"""The small tables whose columns do not depend on their rows."""
 Row = dict[str, Any]
+"""One row of a table: column -> value."""
 
 
 class TableExportError(UsageError):
@@ -66,7 +73,7 @@ def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
     try:
         for path in paths:
             _tables(path, writer, small)
-        writer.finish(small, STEP_COLUMNS)
+        writer.finish(small, FIXED_COLUMNS)
     finally:
         writer.close()
     return {"telemetry": writer.rows} | {name: len(rows) for name, rows in small.items()}
@@ -85,17 +92,22 @@ def _writer(fmt: str, out: Path) -> TelemetryWriter:
 
 
 def _tables(path: Path, writer: TelemetryWriter, small: dict[str, list[Row]]) -> None:
-    """One recording's telemetry to `writer`, its results, runs and steps added to `small`."""
+    """One recording's telemetry to `writer`, its other tables' rows added to `small`."""
     recording = path.stem
     hostnames: dict[str, str] = {}
     runs: list[tuple[str, ModelResult]] = []
     models: list[Row] = []
+    processes = ProcessTable()
     for record, started in records(path):
         message, server = record.message, record.source
         if isinstance(message, Sample):
             writer.sample(recording, server, hostnames.get(server, ""), message, started)
+            processes.observe(recording, server, hostnames.get(server, ""), message)
         elif isinstance(message, Welcome):
             hostnames[server] = message.inventory.hostname
+        elif isinstance(message, Event):
+            small["events"].append(event_row(recording, server, hostnames.get(server, ""),
+                                             message, started))  # fmt: skip
         elif isinstance(message, JobResult):
             row = {"recording": recording, "server": server,
                    "hostname": hostnames.get(server, ""), "job": message.job,
@@ -108,6 +120,7 @@ def _tables(path: Path, writer: TelemetryWriter, small: dict[str, list[Row]]) ->
                 runs.append((server, message.model))
                 models.append(row | _model_row(message.model))
                 small["steps"].extend(_step_rows(recording, server, message.job, message.model))
+    small["processes"] += processes.rows()
     for row, efficiency in zip(models, scaling(runs), strict=True):
         row["efficiency_vs_one_gpu"] = efficiency.vs_one_gpu
         row["efficiency_vs_one_server"] = efficiency.vs_one_server

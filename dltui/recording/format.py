@@ -63,7 +63,7 @@ class Record:
 
 
 def encode_header(header: Header, version: int = VERSION) -> bytes:
-    body = msgpack.packb(
+    body: bytes = msgpack.packb(
         {"dltui": header.dltui, "started": header.started, "sources": header.sources,
          "note": header.note},
         use_bin_type=True,
@@ -73,7 +73,7 @@ def encode_header(header: Header, version: int = VERSION) -> bytes:
 
 def encode_record(record: Record) -> bytes:
     """One version 1 record."""
-    body = msgpack.packb(
+    body: bytes = msgpack.packb(
         [record.received, record.source, to_wire(record.message)], use_bin_type=True
     )
     return _RECORD.pack(len(body), zlib.crc32(body)) + body

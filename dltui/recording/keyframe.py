@@ -9,7 +9,8 @@ minutes, so samples older than that shape nothing; what else the frames built is
   state (its time is "since when") and the one before it (so that it reads as a change), the
   latest with a clock offset, and the latest;
 - every job frame (progress that starts a case, results, job ends), and each job's latest
-  progress: results are what a session is for, and there are few of them.
+  progress: results are what a session is for, and there are few of them; and every health
+  event, for the same reasons.
 
 The writer keeps a `StateTracker` beside the stream and writes a keyframe before every
 stretch: the state records as they stand, the sample counts, and the job frames of the stretch
@@ -28,12 +29,22 @@ import msgpack
 
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
-from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Sample, from_wire, to_wire
+from dltui.protocol.messages import (
+    Event,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    Link,
+    Sample,
+    from_wire,
+    to_wire,
+)
 from dltui.recording.codec import MAX_RAW
 from dltui.recording.format import Record
 from dltui.recording.phases import starts_case
 
-JOB_FRAMES = (JobProgress, JobResult, JobEnd)
+JOB_FRAMES = (JobProgress, JobResult, JobEnd, Event)
+"""Frames that only ever add up, kept whole in keyframes: jobs' and health events."""
 
 
 class KeyframeError(Exception):
@@ -82,7 +93,8 @@ class StateTracker:
         elif isinstance(message, Link):
             links = self._links.setdefault(source, {})
             last = links.get("last")
-            if last is None or last[1].message.state != message.state:
+            previous = last[1].message if last is not None else None  # a Link, or none yet
+            if not isinstance(previous, Link) or previous.state != message.state:
                 if last is not None:
                     links["before"] = last  # so that `since` is applied as a change of state
                 links["since"] = entry

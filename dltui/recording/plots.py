@@ -18,21 +18,23 @@ from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from dltui.recording.report import Session
 
 KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
 
 
-def _save(figure: object, path: Path) -> None:
+def _save(figure: Figure, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    figure.tight_layout()  # type: ignore[attr-defined]
-    figure.savefig(path, dpi=110)  # type: ignore[attr-defined]
-    plt.close(figure)  # type: ignore[arg-type]
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def kernels(session: Session) -> list[KernelResult]:
-    return [p.result for p in session.kernel_phases()]  # type: ignore[misc]
+    return [result for _, result in session.kernel_phases()]
 
 
 def plot_throughput(sessions: list[Session], path: Path) -> bool:
@@ -81,12 +83,13 @@ def plot_training(sessions: list[Session], path: Path) -> bool:
     """Images/s of every training run, per server."""
     import matplotlib.pyplot as plt
 
-    runs = [(s, p) for s in sessions for p in s.training_phases() if p.result.images_per_s]
+    runs = [(f"{s.name} {s.hostname(p.source)}: {model_what(r)}", r.images_per_s)
+            for s in sessions for p, r in s.training_phases() if r.images_per_s]  # fmt: skip
     if not runs:
         return False
     figure, axis = plt.subplots(figsize=(10, 0.3 * len(runs) + 1.5))
-    labels = [f"{s.name} {s.hostname(p.source)}: {model_what(p.result)}" for s, p in runs]
-    axis.barh(range(len(runs)), [p.result.images_per_s for _, p in runs], color=TRAINING)
+    labels = [label for label, _ in runs]
+    axis.barh(range(len(runs)), [rate for _, rate in runs], color=TRAINING)
     axis.set_yticks(range(len(runs)), labels, fontsize=7)
     axis.invert_yaxis()
     axis.set_xlabel("images/s (synthetic data)")
@@ -100,8 +103,7 @@ def scaling_curves(sessions: list[Session]) -> dict[str, list[tuple[int, float]]
     curves: dict[tuple[object, ...], dict[int, float]] = defaultdict(dict)
     labels: dict[tuple[object, ...], str] = {}
     for session in sessions:
-        for phase in session.training_phases():
-            result = phase.result
+        for phase, result in session.training_phases():
             if result.images_per_s and result.servers == 1 and result.error is None:
                 key = (session.name, phase.source, configuration(result))
                 host = session.hostname(phase.source)
@@ -151,10 +153,10 @@ def plot_per_watt(sessions: list[Session], path: Path) -> bool:
 
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for session in sessions:
-        for phase in session.training_phases():
+        for phase, result in session.training_phases():
             if phase.per_watt is not None:
-                label = f"{session.name} {session.hostname(phase.source)}: {phase.result.model}"
-                series[label].append((phase.result.gpus, phase.per_watt))
+                label = f"{session.name} {session.hostname(phase.source)}: {result.model}"
+                series[label].append((result.gpus, phase.per_watt))
     if not series:
         return False
     figure, axis = plt.subplots(figsize=(8, 4.5))
@@ -197,8 +199,10 @@ def plot_telemetry(session: Session, path: Path) -> bool:
         axis.plot(times, values, linewidth=1.2)
         axis.set_ylabel(label, fontsize=8)
         for index, phase in enumerate(session.phases):
-            colour = (TRAINING if isinstance(phase.result, ModelResult) else ALLREDUCE
-                      if phase.result.kind == "allreduce" else KERNEL)  # fmt: skip
+            result = phase.result
+            colour = (TRAINING if isinstance(result, ModelResult) else ALLREDUCE
+                      if isinstance(result, KernelResult) and result.kind == "allreduce"
+                      else KERNEL)  # fmt: skip
             axis.axvspan(phase.start - start, (phase.end or phase.start) - start,
                          alpha=0.15 + 0.1 * (index % 2), color=colour, linewidth=0)  # fmt: skip
     axes[-1].set_xlabel("seconds since the recording began (shaded: benchmark phases)")

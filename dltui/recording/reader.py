@@ -42,7 +42,10 @@ class RecordingReader:
             raise RecordingError(str(exc)) from None
         except OSError as exc:
             raise RecordingError(f"cannot read {self.path}: {exc.strerror}") from None
-        self.header, self.version, self.first = decode_header(start)
+        try:
+            self.header, self.version, self.first = decode_header(start)
+        except RecordingError as exc:  # said of the file, by name: several may be open
+            raise RecordingError(f"{self.path}: {exc}") from None
         self.damage: list[Damage] = []
 
     def __iter__(self) -> Iterator[Record]:

@@ -4,7 +4,9 @@ With plans (`--plan FILE`) it also runs them on the agents and stops when they e
 
 For cron and CI: it runs for `--duration` seconds, or until SIGINT or SIGTERM, then closes the
 file cleanly. The session is the TUI's own, so the file holds exactly what a TUI would have
-shown, gaps (`link` frames) included.
+shown, gaps (`link` frames) included. With `fail_on` it stops as soon as an event of that
+severity or worse arrives (exit 4); a plan file's assertions are checked once its plans end
+(exit 5 when one fails).
 """
 
 from __future__ import annotations
@@ -24,7 +26,18 @@ from dltui.client.session import ClientSession
 from dltui.client.target import Target
 from dltui.errors import DltuiError, UsageError
 from dltui.formatting import fmt_bytes
-from dltui.protocol.messages import JobState, Plan
+from dltui.plans.assertions import EXIT_FAILED, Assertion, cases, failures
+from dltui.protocol.messages import (
+    SEVERITIES,
+    Event,
+    JobResult,
+    JobState,
+    KernelResult,
+    Message,
+    ModelResult,
+    Plan,
+    Severity,
+)
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
 
@@ -39,6 +52,41 @@ class RecordingStopped(DltuiError):
     exit_status = EXIT_WRITE_FAILED
 
 
+class EventArrived(DltuiError):
+    """`--fail-on`: an event that severe arrived; the recording holds it and stopped there."""
+
+    exit_status = 4
+
+
+class AssertionsFailed(DltuiError):
+    """A plan file's assertions did not all pass (each failure was printed)."""
+
+    exit_status = EXIT_FAILED
+
+
+class _Watch:
+    """A sink: the first event at `fail_on` or worse, and every result, by server."""
+
+    def __init__(self, fail_on: Severity | None, stop: asyncio.Event) -> None:
+        self.fail_on = SEVERITIES.index(fail_on) if fail_on is not None else None
+        self.stop = stop
+        self.alarm: tuple[str, Event] | None = None
+        self.kernels: list[tuple[str, KernelResult]] = []
+        self.models: list[tuple[str, ModelResult]] = []
+
+    def __call__(self, source: str, message: Message) -> None:
+        if isinstance(message, JobResult):
+            if message.result is not None:
+                self.kernels.append((source, message.result))
+            if message.model is not None:
+                self.models.append((source, message.model))
+        elif (isinstance(message, Event) and self.fail_on is not None and self.alarm is None
+              and message.state != "resolved"
+              and SEVERITIES.index(message.severity) >= self.fail_on):  # fmt: skip
+            self.alarm = (source, message)
+            self.stop.set()
+
+
 async def record(
     targets: list[Target],
     path: Path,
@@ -46,30 +94,56 @@ async def record(
     secret: bytes | None,
     rate_hz: float,
     plans: list[Plan],
+    fail_on: Severity | None = None,
+    assertions: list[Assertion] | None = None,
 ) -> JobState:
     """Record until stopped; with plans, how they ended ("cancelled" if stopped first).
-    Unreachable when an agent the plans need cannot be reached."""
-    stop = asyncio.Event()  # a signal, or the writer's failure
+    Unreachable when an agent the plans need cannot be reached; EventArrived when an event of
+    `fail_on` or worse did; AssertionsFailed when the plans ended and an assertion failed."""
+    stop = asyncio.Event()  # a signal, the writer's failure, or an event that severe
     loop = asyncio.get_running_loop()
     writer = _create(path, targets, lambda _: loop.call_soon_threadsafe(stop.set))
     session = ClientSession(targets, secret, rate_hz)
     session.subscribe(writer.write)
+    watch = _Watch(fail_on, stop)
+    session.subscribe(watch)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"dltui record: recording {len(targets)} agent(s) to {path}", file=sys.stderr)
     try:
         async with session:
-            return await _until_stopped(session, plans, stop, duration)
+            state = await _until_stopped(session, plans, stop, duration)
+            names = session.names()
     finally:
         writer.close()
         if writer.failure is not None:
             raise RecordingStopped(writer.failure)
         size = fmt_bytes(writer.bytes_written)
         print(f"dltui record: {writer.records} frames, {size} in {path}", file=sys.stderr)
+    if watch.alarm is not None:
+        source, event = watch.alarm
+        where = f"GPU {event.gpu}" if event.gpu is not None else "host"
+        raise EventArrived(f"{event.severity} event from {names.get(source, source)} {where}: "
+                           f"{event.detail}")  # fmt: skip
+    if assertions and state == "done":
+        _check(assertions, watch, names)
+    return state
+
+
+def _check(assertions: list[Assertion], watch: _Watch, names: dict[str, str]) -> None:
+    kernels = [(names.get(source, source), result) for source, result in watch.kernels]
+    models = [(names.get(source, source), result) for source, result in watch.models]
+    lines = failures(assertions, cases(kernels, models))
+    for line in lines:
+        print(f"dltui record: {line}", file=sys.stderr)
+    if lines:
+        raise AssertionsFailed(f"{len(lines)} assertion failure(s) of {len(assertions)} "
+                               "assertion(s)")  # fmt: skip
+    print(f"dltui record: all {len(assertions)} assertion(s) passed", file=sys.stderr)
 
 
 def _create(
-    path: Path, targets: list[Target], on_failure: Callable[[str], None]
+    path: Path, targets: list[Target], on_failure: Callable[[str], object]
 ) -> RecordingWriter:
     header = Header(
         dltui=version(),

@@ -1,11 +1,13 @@
 """`dltui report`: recordings turned into a Markdown and an HTML page with PNG plots.
 
-Per server: what it is. Per kernel case: the figure, the ratio to the V100, and the telemetry
-while it ran (power, TFLOP/s per watt, utilization, tensor activity, NVLink). Per training run:
-images/s, the scaling efficiency against the same server's one-GPU (and one-server) run, the
-power of the GPUs it used and images/s per watt. Plots (plots.py): throughput, all-reduce
-bandwidth, training throughput, scaling curves against ideal with the efficiency, performance
-per watt, and each recording's telemetry over time with the benchmark phases shaded.
+Per server: what it is, and how it is wired beside what it measured over its links
+(wiring.py); how healthy each GPU was, and every health event and alert (health_report.py).
+Per kernel case: the figure, the ratio to the V100, and the telemetry while it ran (power,
+TFLOP/s per watt, utilization, tensor activity, NVLink). Per training run: images/s, the
+scaling efficiency against the same server's one-GPU (and one-server) run, the power of the
+GPUs it used and images/s per watt. Plots (plots.py): throughput, all-reduce bandwidth,
+training throughput, scaling curves against ideal with the efficiency, performance per watt,
+and each recording's telemetry over time with the benchmark phases shaded.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dltui.formatting import (
     fmt_duration,
     fmt_rate,
     images_text,
+    link_text,
     method_text,
     model_what,
     percent,
@@ -31,8 +34,10 @@ from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
 from dltui.recording.format import Header, Record
+from dltui.recording.health_report import events_table, health_table
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
+from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
         "used; cases shorter than a sampling interval (0.1 s, GPM 0.5 s) have few or none. "
@@ -42,6 +47,11 @@ NOTE = ("Telemetry per case is the mean of the samples received while it ran, ov
         "± is the spread, 'timed' how (graph: CUDA graph replays). Efficiency is images/s "
         "over N times the same server's one-GPU figure (one-server figure across "
         "servers).")  # fmt: skip
+WIRING_NOTE = ("Each cell: the link from the row's GPU to the column's as nvidia-smi topo -m "
+               "names it (NV#: NVLink links; PIX: one PCIe switch; PXB: several; PHB: a CPU's "
+               "host bridge; NODE: across host bridges of one NUMA node; SYS: across CPU "
+               "sockets), then the GB/s a peer copy measured from row to column, where one "
+               "did. Nominal rates are each way.")  # fmt: skip
 
 
 @dataclass
@@ -59,11 +69,11 @@ class Session:
         inventory = self.inventories().get(source)
         return inventory.hostname if inventory is not None else source
 
-    def kernel_phases(self) -> list[Phase]:
-        return [p for p in self.phases if isinstance(p.result, KernelResult)]
+    def kernel_phases(self) -> list[tuple[Phase, KernelResult]]:
+        return [(p, p.result) for p in self.phases if isinstance(p.result, KernelResult)]
 
-    def training_phases(self) -> list[Phase]:
-        return [p for p in self.phases if isinstance(p.result, ModelResult)]
+    def training_phases(self) -> list[tuple[Phase, ModelResult]]:
+        return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
 
 
 def load(paths: list[Path]) -> list[Session]:
@@ -95,14 +105,13 @@ def servers_table(sessions: list[Session]) -> list[list[str]]:
 
 def results_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "rate", "vs V100",
-             "power", "TFLOP/s per W", "util", "tensor", "NVLink"]]  # fmt: skip
+             "power", "TFLOP/s per W", "util", "tensor", "NVLink", "of link"]]  # fmt: skip
     for session in sessions:
-        for phase in session.kernel_phases():
-            r, t = phase.result, phase.telemetry
-            assert isinstance(r, KernelResult)
+        for phase, r in session.kernel_phases():
+            t = phase.telemetry
             if r.error is not None:
                 rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                             "error", r.error, "", "", "", "", "", "", "", ""])  # fmt: skip
+                             "error", r.error, "", "", "", "", "", "", "", "", ""])  # fmt: skip
                 continue
             per_watt, watts = phase.tflops_per_watt, phase.watts
             spread = r.spread_s / r.median_s if r.median_s else 0.0
@@ -114,24 +123,24 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
                 _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"),
-                _cell(t.get("nvlink_tx"), fmt_rate(t.get("nvlink_tx", 0))),
+                _cell(t.get("nvlink_tx"), fmt_rate(t.get("nvlink_tx", 0))), link_text(r),
             ])  # fmt: skip
     return rows
 
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "host", "run", "framework", "device", "images/s", "±", "vs 1 GPU",
-             "vs 1 server", "power", "images/s per W", "util", "tensor", "reference"]]  # fmt: skip
+    rows = [["recording", "host", "run", "GPUs", "framework", "device", "images/s", "±",
+             "vs 1 GPU", "vs 1 server", "power", "images/s per W", "util", "tensor",
+             "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
-        efficiencies = scaling([(p.source, p.result) for p in runs])  # type: ignore[misc]
-        for phase, efficiency in zip(runs, efficiencies, strict=True):
-            r, t = phase.result, phase.telemetry
-            assert isinstance(r, ModelResult)
+        efficiencies = scaling([(p.source, r) for p, r in runs])
+        for (phase, r), efficiency in zip(runs, efficiencies, strict=True):
+            t = phase.telemetry
             host = session.hostname(phase.source)
             if r.error is not None:
-                rows.append([session.name, host, model_what(r), r.framework, r.device,
-                             "error", r.error, *[""] * 7])  # fmt: skip
+                rows.append([session.name, host, model_what(r), r.placement or "–", r.framework,
+                             r.device, "error", r.error, *[""] * 7])  # fmt: skip
                 continue
             per_watt, watts = phase.per_watt, phase.watts
             reference = ""
@@ -139,7 +148,7 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
                 reference = (f"{r.images_per_s / r.reference_images_per_s:.2f}× "
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
-                session.name, host, model_what(r), r.framework, r.device,
+                session.name, host, model_what(r), r.placement or "–", r.framework, r.device,
                 images_text(r.images_per_s), images_text(r.spread),
                 percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
                 _cell(watts, f"{watts or 0:.0f} W"),
@@ -163,6 +172,38 @@ def html_table(rows: list[list[str]]) -> str:
         for row in rows[1:]
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def wiring_markdown(wirings: list[ServerWiring]) -> list[str]:
+    lines = ["## How each server is wired, and what it measured over it", "", WIRING_NOTE, ""]
+    for wiring in wirings:
+        lines += [f"### {wiring.title}", "", "```text", *wiring.lines, "```", ""]
+        if wiring.matrix:
+            lines += [markdown_table(wiring.matrix), ""]
+        if wiring.peers:
+            lines += ["Peer copies against their links:", ""]
+            lines += [f"- {peer}" for peer in wiring.peers] + [""]
+        if wiring.allreduce:
+            lines += ["All-reduce, largest size:", "", markdown_table(wiring.allreduce), ""]
+    return lines
+
+
+def wiring_html(wirings: list[ServerWiring]) -> str:
+    """Per server, its wiring on the left and what it measured on the right."""
+    parts = ["<h2>How each server is wired, and what it measured over it</h2>",
+             f"<p>{html.escape(WIRING_NOTE)}</p>"]  # fmt: skip
+    for wiring in wirings:
+        left = f"<pre>{html.escape(chr(10).join(wiring.lines))}</pre>"
+        left += html_table(wiring.matrix) if wiring.matrix else ""
+        right = ""
+        if wiring.peers:
+            items = "".join(f"<li>{html.escape(peer)}</li>" for peer in wiring.peers)
+            right += f"<h4>Peer copies against their links</h4><ul>{items}</ul>"
+        if wiring.allreduce:
+            right += f"<h4>All-reduce, largest size</h4>{html_table(wiring.allreduce)}"
+        parts.append(f"<h3>{html.escape(wiring.title)}</h3>"
+                     f"<div class='side'><div>{left}</div><div>{right}</div></div>")  # fmt: skip
+    return "".join(parts)
 
 
 def _plots(sessions: list[Session], out: Path) -> list[tuple[str, str]]:
@@ -192,16 +233,25 @@ def write_report(paths: list[Path], out: Path) -> Path:
     sessions = load(paths)
     out.mkdir(parents=True, exist_ok=True)
     figures = _plots(sessions, out)
+    recorded = [(session.name, session.records) for session in sessions]
     sections = [("Servers", servers_table(sessions)), ("Kernel results", results_table(sessions)),
-                ("Training runs", training_table(sessions))]  # fmt: skip
+                ("Training runs", training_table(sessions)), ("Health", health_table(recorded)),
+                ("Health events and alerts", events_table(recorded))]  # fmt: skip
     sections = [(title, rows) for title, rows in sections if len(rows) > 1 or title == "Servers"]
+    wirings = server_wirings([(session.name, session.records) for session in sessions])
     title = "dltui report: " + ", ".join(session.name for session in sessions)
     markdown = [f"# {title}", "", NOTE, ""]
     for heading, rows in sections:
         markdown += [f"## {heading}", "", markdown_table(rows), ""]
+        if heading == "Servers":
+            markdown += wiring_markdown(wirings)
     markdown += [f"## {caption}\n\n![{caption}]({file})\n" for caption, file in figures]
     (out / "index.md").write_text("\n".join(markdown))
-    tables = "".join(f"<h2>{html.escape(name)}</h2>{html_table(rows)}" for name, rows in sections)
+    tables = "".join(
+        f"<h2>{html.escape(name)}</h2>{html_table(rows)}"
+        + (wiring_html(wirings) if name == "Servers" else "")
+        for name, rows in sections
+    )
     images = "".join(
         f"<h2>{html.escape(caption)}</h2><img src='{file}' alt='{html.escape(caption)}'>"
         for caption, file in figures
@@ -212,6 +262,7 @@ def write_report(paths: list[Path], out: Path) -> Path:
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
         "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
         "td:first-child,td:nth-child(2),td:nth-child(3){text-align:left}img{max-width:100%}"
+        ".side{display:flex;gap:2em;align-items:flex-start}pre{font-size:12px}"
         f"</style><h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>{tables}{images}"
     )
     (out / "index.html").write_text(page)

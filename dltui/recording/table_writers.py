@@ -4,8 +4,8 @@ a sample at a time and hold at most FLUSH_ROWS rows before writing them out.
 Telemetry rows are made as text (or as columns, for Parquet) a sample at a time: the fields
 shared by a sample's rows are formatted once, strings are quoted once per distinct string, and
 values are written as Python writes floats (the shortest text that reads back the same), which
-is what the csv and json modules write too. The small tables (results, training runs, steps)
-come at the end, through the csv, json and pyarrow modules themselves.
+is what the csv and json modules write too. The small tables (results, training runs, steps,
+events, processes) come at the end, through the csv, json and pyarrow modules themselves.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ class TelemetryWriter:
                started: float) -> None:  # fmt: skip
         raise NotImplementedError
 
-    def finish(self, small: dict[str, list[Row]], step_columns: tuple[str, ...]) -> None:
-        """Write what is held and the small tables."""
+    def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
+        """Write what is held and the small tables (`columns`: those whose columns are fixed;
+        the others take their first row's)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -104,12 +105,11 @@ class CsvWriter(TelemetryWriter):
         self._file.write("".join(self._lines))
         self._lines.clear()
 
-    def finish(self, small: dict[str, list[Row]], step_columns: tuple[str, ...]) -> None:
+    def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
         self._flush()
-        _write_csv(self.out / "steps.csv", small["steps"], step_columns)
-        for name in ("results", "models"):
-            rows = small[name]
-            _write_csv(self.out / f"{name}.csv", rows, tuple(rows[0]) if rows else ("job",))
+        for name, rows in small.items():
+            fixed = columns.get(name) or (tuple(rows[0]) if rows else ("job",))
+            _write_csv(self.out / f"{name}.csv", rows, fixed)
 
     def close(self) -> None:
         self._file.close()
@@ -140,8 +140,8 @@ def _json_number(value: float) -> str:
 
 
 class JsonWriter(TelemetryWriter):
-    """One document: {"telemetry": [...], "results": [...], "models": [...], "steps": [...]},
-    as json.dumps writes it."""
+    """One document: {"telemetry": [...], "results": [...], "models": [...], "steps": [...],
+    "events": [...], "processes": [...]}, as json.dumps writes it."""
 
     def __init__(self, out: Path) -> None:
         self._file: TextIO = open(out, "w", encoding="utf-8")  # noqa: SIM115 (close())
@@ -181,7 +181,7 @@ class JsonWriter(TelemetryWriter):
             self._held = 0
             self._lines.clear()
 
-    def finish(self, small: dict[str, list[Row]], step_columns: tuple[str, ...]) -> None:
+    def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
         self._flush()
         self._file.write("]")
         for name, rows in small.items():
@@ -246,7 +246,7 @@ class ParquetWriter(TelemetryWriter):
             for column in self._columns:
                 column.clear()
 
-    def finish(self, small: dict[str, list[Row]], step_columns: tuple[str, ...]) -> None:
+    def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
         self._flush()
         for name, rows in small.items():
             self._pq.write_table(self._pa.Table.from_pylist(rows), self.out / f"{name}.parquet")

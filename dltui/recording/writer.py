@@ -39,7 +39,7 @@ class RecordingWriter:
         self,
         path: str | os.PathLike[str],
         header: Header,
-        on_failure: Callable[[str], None] | None = None,
+        on_failure: Callable[[str], object] | None = None,
     ) -> None:
         """Create `path` (mode 0600; an existing file is never overwritten) and start writing;
         OSError if it cannot be created. `on_failure` gets the `failure` line, from the

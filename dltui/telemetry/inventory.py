@@ -1,4 +1,5 @@
-"""What a server is: host, CPU, memory, GPUs, driver and the frameworks it could benchmark with.
+"""What a server is: host, CPU, memory, GPUs, driver, how they are wired (telemetry/topology)
+and the frameworks it could benchmark with.
 
 Built once per agent. Frameworks are found through their installed distributions, never by
 importing them: importing TensorFlow costs seconds and gigabytes, and the agent stays light.
@@ -17,6 +18,7 @@ import psutil
 from dltui import version
 from dltui.protocol.messages import Inventory
 from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.topology import read_topology
 
 # framework -> the distributions that provide it, in order of preference
 FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -41,6 +43,7 @@ def build_inventory(gateway: NvmlGateway) -> Inventory:
         frameworks=installed_frameworks(),
         python=platform.python_version(),
         dltui=version(),
+        topology=read_topology(gateway),
     )
 
 

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState, MigSample
+from dltui.telemetry import mig
+from dltui.telemetry.nvml_health import HEALTH_READERS
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
     FAST_GROUPS,
@@ -29,7 +31,9 @@ from dltui.telemetry.nvml_reads import (
     INIT_REASONS,
     KB,
     KIB,
+    NO_INSTANCE,
     PROCESS_READ,
+    PROCESS_UTIL_READ,
     SIMPLE_READS,
     SLOW_INTERVALS,
     SLOW_SIMPLE_READS,
@@ -42,6 +46,11 @@ log = logging.getLogger(__name__)
 
 class _Missing(Exception):
     """The installed nvidia-ml-py lacks a function: the field is as unsupported as NotSupported."""
+
+
+class Unanswered(Exception):
+    """NVML could not answer a read (not supported, not in this nvidia-ml-py, failed); the
+    message is NVML's reason."""
 
 
 @dataclass
@@ -63,6 +72,14 @@ class _Device:
     """GPM metrics still believed supported: field -> metric id."""
     slow_times: dict[str, float] = field(default_factory=dict)
     """When each slow read was last due: group -> monotonic time."""
+    util_seen: int = 0
+    """The latest process-utilization sample's timestamp (µs): each read asks for newer ones."""
+    mig: list[mig.Instance] = field(default_factory=list)
+    """In MIG mode: each instance's handle and description."""
+    mig_samples: dict[int, list[Any]] = field(default_factory=dict)
+    """GPU instance id -> its GPM samples, as `gpm_samples`."""
+    mig_taken: set[int] = field(default_factory=set)
+    """GPU instances with a GPM sample taken: the next read gives metrics."""
 
 
 class NvmlGateway:
@@ -74,7 +91,8 @@ class NvmlGateway:
     """
 
     def __init__(self, nvml: Any | None = None, clock: Callable[[], float] = time.monotonic):
-        self._nvml = nvml
+        self._nvml: Any = nvml
+        """pynvml (or a fake of it); None until `open` imports pynvml."""
         self._clock = clock
         self._devices: list[_Device] = []
         self._opened = False
@@ -139,12 +157,15 @@ class NvmlGateway:
     def close(self) -> None:
         """Free GPM samples and shut NVML down; afterwards the gateway reports no GPUs."""
         for dev in self._devices:
-            for sample in dev.gpm_samples:
+            for sample in [
+                *dev.gpm_samples,
+                *(s for kept in dev.mig_samples.values() for s in kept),
+            ]:
                 try:
                     self._call("nvmlGpmSampleFree", sample)
                 except (_Missing, self._nvml.NVMLError) as exc:
                     log.debug("GPU %d: freeing a GPM sample failed: %s", dev.index, exc)
-            dev.gpm_samples = []
+            dev.gpm_samples, dev.mig_samples = [], {}
         self._devices = []
         if self._initialized:
             self._initialized = False
@@ -169,6 +190,7 @@ class NvmlGateway:
         links = self._active_links(handle)
         support = self._quiet("nvmlGpmQueryDeviceSupport", handle)
         gpm = bool(getattr(support, "isSupportedDevice", 0))
+        instances = mig.instances(self._call, handle, (_Missing, self._nvml.NVMLError))
         info = GpuInfo(
             index=index,
             name=_text(self._quiet("nvmlDeviceGetName", handle)) or "unknown",
@@ -180,13 +202,16 @@ class NvmlGateway:
             pcie_width_max=self._quiet("nvmlDeviceGetMaxPcieLinkWidth", handle),
             nvlink_links=len(links),
             gpm=gpm,
+            mig=instances is not None,
+            mig_instances=[instance.info for instance in instances or []],
         )
         metrics = {
             name: getattr(self._nvml, constant)
             for name, (constant, _) in GPM_METRICS.items()
             if hasattr(self._nvml, constant)
         }
-        return _Device(index, handle, info, active_links=links, gpm_metrics=metrics if gpm else {})
+        return _Device(index, handle, info, active_links=links, gpm_metrics=metrics if gpm else {},
+                       mig=instances or [])  # fmt: skip
 
     def _active_links(self, handle: Any) -> list[int]:
         enabled = getattr(self._nvml, "NVML_FEATURE_ENABLED", 1)
@@ -239,7 +264,7 @@ class NvmlGateway:
     def _read_simple(
         self, dev: _Device, name: str, constants: tuple[str, ...], divisor: int
     ) -> float:
-        value = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
+        value: float = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
         return value / divisor if divisor != 1 else value
 
     def _read_util(self, dev: _Device) -> dict[str, float]:
@@ -324,6 +349,8 @@ class NvmlGateway:
                 "nvlink": bool(dev.active_links) and not self._gpm_has(dev, "nvlink_tx"),
                 "pcie": not self._gpm_has(dev, "pcie_tx", "pcie_rx"),
                 **dict.fromkeys(SLOW_SIMPLE_READS, True),
+                **dict.fromkeys(HEALTH_READERS, True),
+                "nvlink_errors": bool(dev.active_links),
             }
             for group, wanted_here in wanted.items():
                 if wanted_here and self._usable(dev, group) and self._due(dev, group, now):
@@ -373,7 +400,10 @@ class NvmlGateway:
     def _slow_reader(self, group: str) -> Callable[[_Device], dict[str, float]]:
         if group in SIMPLE_READS:
             return lambda dev: {group: self._read_simple(dev, *SIMPLE_READS[group])}
-        return getattr(self, f"_read_{group}")
+        if group in HEALTH_READERS:
+            return lambda dev: HEALTH_READERS[group](self._call, self._nvml, dev.handle)
+        reader: Callable[[_Device], dict[str, float]] = getattr(self, f"_read_{group}")
+        return reader
 
     def _read_gpm(self, dev: _Device) -> dict[str, float]:
         now = self._clock()
@@ -388,13 +418,18 @@ class NvmlGateway:
         dev.gpm_time = now
         return {} if first else self._gpm_metrics(dev, previous, current)
 
-    def _gpm_metrics(self, dev: _Device, previous: Any, current: Any) -> dict[str, float]:
+    def _gpm_metrics(
+        self, dev: _Device, previous: Any, current: Any, instance: bool = False
+    ) -> dict[str, float]:
+        """The GPU's metrics between two samples; a MIG `instance`'s, its utilizations only
+        (a metric it lacks is then left out, not struck off the GPU's)."""
         # NVLink rates only where links are up: elsewhere GPM would report a misleading 0 B/s.
-        nvlink = bool(dev.active_links)
+        nvlink = bool(dev.active_links) and not instance
         wanted = [
             (name, metric)
             for name, metric in dev.gpm_metrics.items()
-            if nvlink or not name.startswith("nvlink")
+            if (nvlink or not name.startswith("nvlink"))
+            and not (instance and name in mig.NOT_PER_INSTANCE)
         ]
         if not wanted:
             return {}
@@ -412,7 +447,10 @@ class NvmlGateway:
             if result.nvmlReturn == 0:
                 if math.isfinite(result.value):
                     values[name] = result.value * GPM_METRICS[name][1]
-            elif self._kind(self._nvml.NVMLError(result.nvmlReturn)) == "unsupported":
+            elif (
+                not instance
+                and self._kind(self._nvml.NVMLError(result.nvmlReturn)) == "unsupported"
+            ):
                 del dev.gpm_metrics[name]
         return values
 
@@ -436,10 +474,68 @@ class NvmlGateway:
             except (_Missing, self._nvml.NVMLError) as exc:
                 self._failed(dev, "processes", exc)
                 continue
-            memory = [getattr(p, "usedGpuMemory", None) for p in found]
-            out[dev.index] = [GpuProcess(int(p.pid), None if m is None else int(m))
-                              for p, m in zip(found, memory, strict=True)]  # fmt: skip
+            utilization = self._process_utilization(dev)
+            out[dev.index] = [_process(p, utilization) for p in found]
         return out
+
+    def _process_utilization(self, dev: _Device) -> dict[int, tuple[float, float]] | None:
+        """pid -> (SM %, memory %), the mean of NVML's samples since the last read (so each
+        read gets only new ones); a process with none was idle. None where NVML cannot say."""
+        if "process_util" in dev.unsupported:
+            return None
+        try:
+            samples = self._call(PROCESS_UTIL_READ, dev.handle, dev.util_seen)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            if self._is(exc, "NVMLError_NotFound"):
+                return {}  # no sample since the last read
+            self._failed(dev, "process_util", exc)
+            return None
+        sums: dict[int, list[float]] = {}
+        for sample in samples:
+            dev.util_seen = max(dev.util_seen, int(sample.timeStamp))
+            total = sums.setdefault(int(sample.pid), [0.0, 0.0, 0.0])
+            total[0] += sample.smUtil
+            total[1] += sample.memUtil
+            total[2] += 1
+        return {pid: (sm / count, memory / count) for pid, (sm, memory, count) in sums.items()}
+
+    def read_instances(self) -> dict[int, list[MigSample]]:
+        """Each MIG instance's memory and, where NVML gives them, GPM metrics, for the GPUs in
+        MIG mode that are due (SLOW_INTERVALS); for the slow thread."""
+        out: dict[int, list[MigSample]] = {}
+        now = self._clock()
+        for dev in self._devices:
+            if not (dev.mig and self._usable(dev, "mig") and self._due(dev, "mig", now)):
+                continue
+            self.watch.begin(dev.index)
+            try:
+                out[dev.index] = [self._read_instance(dev, instance) for instance in dev.mig]
+            except (_Missing, self._nvml.NVMLError) as exc:
+                self._failed(dev, "mig", exc)
+            finally:
+                self.watch.end()
+        return out
+
+    def _read_instance(self, dev: _Device, instance: mig.Instance) -> MigSample:
+        values = mig.memory(self._call, instance)
+        gi = instance.info.gpu_instance
+        if dev.gpm_metrics and "mig_gpm" not in dev.unsupported:
+            try:
+                values.update(self._read_instance_gpm(dev, gi))
+            except (_Missing, self._nvml.NVMLError) as exc:
+                self._failed(dev, "mig_gpm", exc)
+        return MigSample(gi, values)
+
+    def _read_instance_gpm(self, dev: _Device, gi: int) -> dict[str, float]:
+        samples = dev.mig_samples.setdefault(gi, [])
+        while len(samples) < 2:
+            samples.append(self._call("nvmlGpmSampleAlloc"))
+        previous, current = samples
+        self._call("nvmlGpmMigSampleGet", dev.handle, gi, current)
+        first = gi not in dev.mig_taken
+        dev.mig_taken.add(gi)
+        dev.mig_samples[gi] = [current, previous]
+        return {} if first else self._gpm_metrics(dev, previous, current, instance=True)
 
     # --- for the benchmark worker --------------------------------------------------------------
 
@@ -460,6 +556,30 @@ class NvmlGateway:
             return None
         millijoules = self._quiet("nvmlDeviceGetTotalEnergyConsumption", dev.handle)
         return millijoules / 1000 if millijoules is not None else None
+
+    # --- for inventory readers in their own modules (telemetry/topology.py) --------------------
+
+    def opened(self, index: int) -> tuple[Any, list[int]] | None:
+        """The handle and active NVLink links of a GPU that opened and is not lost."""
+        dev = self._devices[index]
+        return (dev.handle, list(dev.active_links)) if dev.state == "ok" else None
+
+    def ask(self, name: str, *args: Any) -> Any:
+        """One NVML call through the gateway (and its hang watch); Unanswered says why not."""
+        try:
+            return self._call(name, *args)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            raise Unanswered(str(exc)) from exc
+
+    def wait_event(self, event_set: Any, timeout_ms: int) -> Any | None:
+        """nvmlEventSetWait: the next event of the set, or None when none came within the
+        timeout; Unanswered when the wait itself failed. For a thread of its own (xid.py)."""
+        try:
+            return self._call("nvmlEventSetWait", event_set, timeout_ms)
+        except (_Missing, self._nvml.NVMLError) as exc:
+            if self._is(exc, "NVMLError_Timeout"):
+                return None
+            raise Unanswered(str(exc)) from exc
 
     # --- errors ------------------------------------------------------------------------------
 
@@ -514,12 +634,26 @@ class NvmlGateway:
         return any(cls is not None and isinstance(exc, cls) for cls in classes)
 
 
+def _process(found: Any, utilization: dict[int, tuple[float, float]] | None) -> GpuProcess:
+    """NVML's process entry as ours: memory and MIG instance where NVML says."""
+    memory = getattr(found, "usedGpuMemory", None)
+    gi = getattr(found, "gpuInstanceId", NO_INSTANCE)
+    ci = getattr(found, "computeInstanceId", NO_INSTANCE)
+    pid = int(found.pid)
+    sm, mem = (None, None) if utilization is None else utilization.get(pid, (0.0, 0.0))
+    return GpuProcess(pid, None if memory is None else int(memory), sm_util=sm, mem_util=mem,
+                      gpu_instance=None if gi == NO_INSTANCE else int(gi),
+                      compute_instance=None if ci == NO_INSTANCE else int(ci))  # fmt: skip
+
+
 def _field_value(entry: Any) -> int:
     member = VALUE_MEMBERS[entry.valueType] if entry.valueType < len(VALUE_MEMBERS) else "ullVal"
-    return getattr(entry.value, member)
+    value: int = getattr(entry.value, member)
+    return value
 
 
 def _text(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
-    return value
+    text: str | None = value  # nvidia-ml-py answers str, or bytes in older releases
+    return text

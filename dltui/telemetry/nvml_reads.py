@@ -39,6 +39,7 @@ SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
     "temp": ("nvmlDeviceGetTemperature", ("NVML_TEMPERATURE_GPU",), 1),
     "clock_sm": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM",), 1),
     "clock_mem": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM",), 1),
+    "clock_sm_max": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM",), 1),
     "ecc_corrected": (
         "nvmlDeviceGetTotalEccErrors",
         ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
@@ -49,12 +50,33 @@ SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
         ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"),
         1,
     ),
+    "pcie_replay": ("nvmlDeviceGetPcieReplayCounter", (), 1),
 }
 
 # Reads of one number taken on the slow thread: the energy counter took 3 ms (up to 18 ms) a
 # call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML call is a VM
 # exit, and change too slowly to be worth that ten times a second.
-SLOW_SIMPLE_READS = ("energy", "power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected")
+SLOW_SIMPLE_READS = (
+    "energy",
+    "power_limit",
+    "clock_mem",
+    "clock_sm_max",
+    "ecc_corrected",
+    "ecc_uncorrected",
+    "pcie_replay",
+)
+
+# The health reads (nvml_health.py): group -> the fields it fills. They change rarely and
+# matter when they do; the agent turns their changes into events (agent/health.py).
+HEALTH_GROUPS: dict[str, tuple[str, ...]] = {
+    "pcie_link": ("pcie_gen", "pcie_width"),
+    "retired_pages": ("retired_sbe", "retired_dbe", "retired_pending"),
+    "remapped_rows": ("remapped_correctable", "remapped_uncorrectable", "remap_pending",
+                      "remap_failed"),
+    "nvlink_errors": ("nvlink_crc_errors", "nvlink_replay_errors", "nvlink_recovery_errors"),
+}  # fmt: skip
+HEALTH_INTERVAL = 5.0
+"""Seconds between health reads: as often as the energy counter, a few µs a read."""
 
 # How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
 # nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
@@ -67,10 +89,17 @@ SLOW_INTERVALS = {
     "pcie": 0.5,
     "energy": 5.0,
     **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
+    "clock_sm_max": 30.0,  # fixed by the board: the charts' full scale for the SM clock
+    **dict.fromkeys(("pcie_replay", *HEALTH_GROUPS), HEALTH_INTERVAL),
+    "mig": 2.0,
 }
 
 # The compute processes on a GPU (pid, memory), read on the slow thread: a list, not a number.
 PROCESS_READ = "nvmlDeviceGetComputeRunningProcesses"
+# Each process's SM and memory utilization since a timestamp, read with the list.
+PROCESS_UTIL_READ = "nvmlDeviceGetProcessUtilization"
+NO_INSTANCE = 0xFFFFFFFF
+"""A process's gpuInstanceId outside MIG mode."""
 
 # Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
 FAST_GROUPS: dict[str, tuple[str, ...]] = {

@@ -18,21 +18,20 @@ the stuck thread ends when its call returns (see nvml_watch).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable
 
-import psutil
-
-from dltui.protocol.messages import GpuProcess, GpuSample, Inventory, Sample
+from dltui.protocol.messages import Event, GpuProcess, GpuSample, Inventory, MigSample, Sample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
 from dltui.telemetry.nvml_watch import CallAbandoned
+from dltui.telemetry.processes import Owners
+from dltui.telemetry.xid import watch_xid
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +68,7 @@ class Sampler:
         *,
         host: HostSampler | None = None,
         open_deadline: float = OPEN_DEADLINE,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
@@ -94,6 +94,11 @@ class Sampler:
         self._slow: SlowValues = {}
         self._processes: dict[int, list[GpuProcess]] = {}
         """Process lists read since the last tick: the next sample carries them, once."""
+        self._mig: dict[int, list[MigSample]] = {}
+        """MIG instances' readings since the last tick, carried the same way."""
+        self._owners = Owners()
+        self._on_event = on_event
+        """Gets each XID, from a thread of its own."""
         self._slow_lock = threading.Lock()
         self._fresh: dict[int, dict[str, float]] = {}
         """The slow values as samples carry them, rebuilt only when a slow read brought new
@@ -165,6 +170,9 @@ class Sampler:
         if self._gateway.count:
             self._start_slow()
             self._start("dltui-sample-watch", self._run_watch).start()
+            if (on_event := self._on_event) is not None:
+                self._start("dltui-xid", lambda: watch_xid(self._gateway, on_event,
+                                                           self._stopping)).start()  # fmt: skip
 
     def _start(self, name: str, target: Callable[[], None]) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -269,18 +277,21 @@ class Sampler:
             if threading.current_thread() is not self._fast:
                 return  # replaced while this tick was stuck: the new thread publishes
             processes, self._processes = self._processes, {}
-        if fresh or processes:
-            gpus = [merged(gpu, fresh.get(gpu.index), processes.get(gpu.index)) for gpu in gpus]
+            mig, self._mig = self._mig, {}
+        if fresh or processes or mig:
+            gpus = [merged(gpu, fresh.get(gpu.index), processes.get(gpu.index), mig.get(gpu.index))
+                    for gpu in gpus]  # fmt: skip
         self._seq += 1
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
         values = self._gateway.read_slow()
-        processes = {index: [named(p) for p in found]
-                     for index, found in self._gateway.read_processes().items()}  # fmt: skip
+        processes = self._owners.describe(self._gateway.read_processes())
+        mig = self._gateway.read_instances()
         now = time.monotonic()
         with self._slow_lock:
             self._processes.update(processes)
+            self._mig.update(mig)
             for index, fields in values.items():
                 stamped = self._slow.setdefault(index, {})
                 for name, value in fields.items():
@@ -304,15 +315,6 @@ class Sampler:
             self._last_error.pop(what, None)
 
 
-def named(process: GpuProcess) -> GpuProcess:
-    """The process with its name as this host sees it, where it can be read."""
-    try:
-        name = psutil.Process(process.pid).name()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return process
-    return dataclasses.replace(process, name=name)
-
-
 def fresh_slow(
     slow: SlowValues, now: float, max_age: float = SLOW_MAX_AGE
 ) -> tuple[dict[int, dict[str, float]], float]:
@@ -331,11 +333,15 @@ def fresh_slow(
 
 
 def merged(
-    gpu: GpuSample, slow: dict[str, float] | None, processes: list[GpuProcess] | None
+    gpu: GpuSample,
+    slow: dict[str, float] | None,
+    processes: list[GpuProcess] | None,
+    mig: list[MigSample] | None,
 ) -> GpuSample:
     """A live GPU's sample with its slow values added (a fast read's value wins over a slow one
-    of the same name), and the process list read since the last sample, if there is one."""
+    of the same name), and the process list and MIG readings read since the last sample, if
+    there are any."""
     values = {**slow, **gpu.values} if slow and gpu.state == "ok" else gpu.values
-    if values is gpu.values and processes is None:
+    if values is gpu.values and processes is None and mig is None:
         return gpu
-    return GpuSample(gpu.index, gpu.state, values, gpu.errors, processes)
+    return GpuSample(gpu.index, gpu.state, values, gpu.errors, processes, mig)

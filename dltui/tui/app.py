@@ -1,28 +1,32 @@
 """The Textual app: a client session in, fleet state in the middle, columns redrawn on a timer.
 
 Frames update the `Fleet` as they arrive (a few appends each); each column is redrawn at
-`REDRAW_HZ` and only when `Fleet.version` moved, never once per sample: 64 servers at 10 Hz
-would otherwise spend the event loop on painting. The columns take turns (`STAGGER`), so no
-single frame paints them all and a key press never waits long for one.
+`REDRAW_HZ` and only when `Fleet.version` (or how it is viewed) moved, never once per sample:
+64 servers at 10 Hz would otherwise spend the event loop on painting. The columns take turns
+(`STAGGER`), so no single frame paints them all and a key press never waits long for one.
 
 Each connection runs as a Textual worker (group "connections"), a benchmark run as another.
 The fleet and, while recording, the recorder are sinks of the session. From the server view a
 user opens the launcher (`b`), which returns the run to start; the run's progress (`b` again
-while there is one), the results (`v`) and a server's detail (`d`).
+while there is one), the results (`v`), a server's detail (`d`), the overlay (`o`). Every
+action is in the command palette (ctrl+p) and behind a `:` command (`command_line.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
 
 from dltui import version
@@ -34,20 +38,38 @@ from dltui.plans.check import PlanError
 from dltui.protocol.messages import Link
 from dltui.recording.format import Header as RecordingHeader
 from dltui.recording.writer import RecordingWriter
+from dltui.tui.command_line import PLAN_WORDS, CommandError, CommandLine, parse
+from dltui.tui.plans import Choice, make_launch
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.screens.detail import DetailScreen
+from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.screens.launcher import LauncherScreen, Start
+from dltui.tui.screens.overlay import OverlayScreen
 from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
+from dltui.tui.screens.topology import TopologyScreen
+from dltui.tui.terminal import watch_terminal
+from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.server_header import ServerHeader
-from dltui.tui.widgets.server_strip import ServerStrip
+from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
 
-REDRAW_HZ = 2.0  # as often as a sparkline cell (0.5 s) moves on
+REDRAW_HZ = 2.0  # as often as the charts' finest cells move on
 STAGGER = 4  # columns redraw in this many turns of a redraw period
-MAIN_SCREEN_ACTIONS = ("detail", "filter", "record", "help")
+MAIN_SCREEN_ACTIONS = (
+    "detail",
+    "topology",
+    "filter",
+    "record",
+    "help",
+    "overlay",
+    "window",
+    "mode",
+    "command_line",
+)
 THEMES = ("textual-dark", "textual-light")
 """What `t` switches between; the palette (ctrl+p, "theme") offers every Textual theme."""
+WINDOW_WORDS = {"1m": 60.0, "10m": 600.0, "1h": 3600.0}
 
 
 class DltuiApp(App[None]):
@@ -60,22 +82,31 @@ class DltuiApp(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("b", "launch", "Benchmark"),
         Binding("v", "results", "Results"),
-        Binding("d", "detail", "Detail"),
+        Binding("d,enter", "detail", "Detail", key_display="d"),
+        Binding("T", "topology", "Topology", show=False),
+        Binding("e", "events", "Events", show=False),
+        Binding("o", "overlay", "Overlay"),
+        Binding("w", "window", "Window"),
+        Binding("c", "mode", "Compact/panels"),
+        Binding("colon", "command_line", "Command", key_display=":"),
         Binding("x", "cancel_run", "Cancel run"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("t", "theme", "Theme"),
-        Binding("r", "record", "Record"),
+        Binding("slash", "filter", "Filter", key_display="/", show=False),
+        Binding("t", "theme", "Theme", show=False),
+        Binding("r", "record", "Record", show=False),
     ]
 
     name_filter: reactive[str] = reactive("", init=False)
     """Show only the servers whose name or address holds this (any case)."""
 
-    def __init__(self, fleet: Fleet, session: ClientSession) -> None:
+    def __init__(
+        self, fleet: Fleet, session: ClientSession, view: MonitorView | None = None
+    ) -> None:
         super().__init__()
         self.fleet = fleet
         self.session = session
+        self.view = view or MonitorView()
         session.subscribe(fleet.apply)
-        self.strip = ServerStrip()
+        self.strip = ServerStrip(self.view, OffScreen())
         self._drawn_version = -1
         self._turn = 0
         self.recorder: RecordingWriter | None = None
@@ -87,9 +118,12 @@ class DltuiApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield self.strip
+        yield self.strip.off_screen
         yield Footer()
 
     async def on_mount(self) -> None:
+        if not self.is_headless and not self.is_web:
+            watch_terminal(self)
         for connection in self.session.connections:
             self.run_worker(
                 self.session.run_connection(connection),
@@ -106,6 +140,8 @@ class DltuiApp(App[None]):
         await self.session.close()
 
     async def redraw(self) -> None:
+        if not self.screen_stack:
+            return  # the app is closing: its screens are gone
         fleet = self.fleet
         if fleet.version != self._drawn_version:
             self._drawn_version = fleet.version
@@ -113,15 +149,21 @@ class DltuiApp(App[None]):
             new = list(fleet.servers.values())[len(self.strip.columns) :]
             if new:
                 await self.strip.add_servers(new)
+                if not self.is_running:
+                    return  # the app shut down while the columns were mounted: no screen now
+                if self.focused is None:
+                    self.strip.columns[0].focus()
             self._summary = self._fleet_words()
             self._apply_filter()
+            self.strip.relayout()
         self.sub_title = self._summary + self._run_status() + self._recording_status()
         if not isinstance(self.screen, ModalScreen) and self.screen is not self.screen_stack[0]:
             return  # another screen covers the columns: they catch up when it closes
         self._turn = (self._turn + 1) % STAGGER
+        drawn = (fleet.version, self.view.version)
         for index, column in enumerate(self.strip.on_screen()):
             if index % STAGGER == self._turn:
-                column.sync(fleet.version)
+                column.sync(drawn)
 
     def _fleet_words(self) -> str:
         """'64 servers · 60 live · 3 connecting · 1 offline': every state a server can be in."""
@@ -146,6 +188,54 @@ class DltuiApp(App[None]):
         how = f" {done:.0%}" if run.state == "running" else ""
         return f" · ▶ {run.words()}{how}"
 
+    # --- the palette and the command line ----------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """Every key of the screen the palette opened from, by its name, then Textual's own
+        (themes, keys, screenshot) and what has no key there."""
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if not active.enabled or not binding.description or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            shown = binding.key_display or key
+            run = partial(self.run_action, binding.action, active.node)
+            yield SystemCommand(binding.description, f"key {shown}", run)
+        if screen is self.screen_stack[0]:
+            yield SystemCommand(
+                "Export results", "write the results to CSV or JSON", self.action_export
+            )
+            yield SystemCommand(
+                "Phases", "every benchmark case with its telemetry", self.action_phases
+            )
+        yield from super().get_system_commands(screen)
+
+    async def action_command_line(self) -> None:
+        """The `:` line above the footer; made on first use."""
+        found = self.screen_stack[0].query("#command")
+        box = found.first(CommandLine) if found else CommandLine()
+        if not found:
+            await self.screen_stack[0].mount(box)
+        box.value = ""
+        box.display = True
+        box.focus()
+
+    async def run_command(self, line: str) -> None:
+        """Run a `:` line; a line that names nothing says so, with a suggestion."""
+        try:
+            command, argument = parse(line)
+        except CommandError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        if not hasattr(self, f"action_{command.action}"):
+            self.notify(f":{command.name} is for replays", severity="warning")
+            return
+        if command.argument or command.name in ("compact", "panels"):
+            await self.run_action(f"{command.action}({argument!r})")
+        else:
+            await self.run_action(command.action)
+
     # --- filter ------------------------------------------------------------------------------
 
     async def action_filter(self) -> None:
@@ -155,11 +245,15 @@ class DltuiApp(App[None]):
         if found:
             box = found.first(Input)
         else:
-            box = Input(placeholder="filter servers by name (enter: keep, escape: clear)",
-                        id="filter")  # fmt: skip
+            box = Input(
+                placeholder="filter servers by name (enter: keep, escape: clear)", id="filter"
+            )
             await self.screen_stack[0].mount(box, after=self.strip)
         box.display = True
         box.focus()
+
+    def action_set_filter(self, text: str) -> None:
+        self.name_filter = text.strip()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
@@ -169,17 +263,24 @@ class DltuiApp(App[None]):
         self._apply_filter()
         self._summary = self._fleet_words()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id in ("filter", "command"):
             event.input.display = False
-            self.strip.focus()
+            self._focus_columns()
+        if event.input.id == "command":
+            await self.run_command(event.value)
 
     def on_key(self, event: events.Key) -> None:
         box = self.focused
-        if event.key == "escape" and isinstance(box, Input) and box.id == "filter":
-            box.value = ""
+        if event.key == "escape" and isinstance(box, Input) and box.id in ("filter", "command"):
+            if box.id == "filter":
+                box.value = ""
             box.display = False
-            self.strip.focus()
+            self._focus_columns()
+
+    def _focus_columns(self) -> None:
+        shown = self.strip.on_screen()
+        (shown[0] if shown else self.strip).focus()
 
     def _apply_filter(self) -> None:
         """Show the servers whose name or address contains the filter (any case)."""
@@ -193,6 +294,46 @@ class DltuiApp(App[None]):
             column.display = not wanted or wanted in f"{server.name} {server.source}".lower()
         self.strip.share_width()
 
+    # --- how the servers are shown -----------------------------------------------------------
+
+    def action_window(self, words: str = "") -> None:
+        """The next time window (1 min, 10 min, 1 h), or the one named."""
+        if words:
+            seconds = WINDOW_WORDS.get(words.strip().lower())
+            if seconds is None:
+                self.notify(f"window {words}: say 1m, 10m or 1h", severity="warning")
+                return
+            self.view.window = seconds
+            self.view.changed()
+        else:
+            self.view.next_window()
+
+    def action_mode(self, mode: str = "") -> None:
+        """Compact (a line per GPU) or panels (charts per GPU); without a word, the other one
+        than what shows."""
+        layout = self.view.layout
+        chosen: Mode = "compact" if mode == "compact" else "panels"
+        if mode not in ("compact", "panels"):
+            chosen = "panels" if layout is None or layout.compact else "compact"
+        if (chosen == "compact") == self.strip.auto_compact():
+            chosen = "auto"  # what the size chooses anyway: follow it again when the size changes
+        self.view.mode = chosen
+        self.view.changed()
+        self.strip.relayout(force=True)
+
+    def action_overlay(self) -> None:
+        servers = [column.server for column in self.strip.shown()]
+        self.push_screen(OverlayScreen(self.fleet, self.view, servers))
+
+    def action_set_theme(self, name: str = "") -> None:
+        wanted = {"dark": THEMES[0], "light": THEMES[1]}.get(name.strip().lower(), name.strip())
+        if not wanted:
+            self.action_theme()
+        elif wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.notify(f"no theme '{name}': dark, light or one of ctrl+p's", severity="warning")
+
     # --- screens -----------------------------------------------------------------------------
 
     def action_launch(self) -> None:
@@ -204,19 +345,56 @@ class DltuiApp(App[None]):
         else:
             self.push_screen(ProgressScreen(self.bench_run, self.fleet), self._after_progress)
 
+    def action_bench(self, words: str = "") -> None:
+        """`:bench PLAN` starts a plan on every live server; alone, the launcher."""
+        if not words:
+            self.action_launch()
+            return
+        plan = PLAN_WORDS.get(words.lower(), "file" if words.endswith(".toml") else "")
+        if not plan:
+            self.notify(
+                f"no plan '{words}': {', '.join(PLAN_WORDS)} or a .toml file", severity="warning"
+            )
+            return
+        live = [s for s, server in self.fleet.servers.items() if server.link == "live"]
+        inventories = [self.fleet.servers[s].inventory for s in live]
+        choice = Choice(plan, plan_file=words if plan == "file" else "")
+        try:
+            launch = make_launch(choice, [i for i in inventories if i is not None])
+        except PlanError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self._start(Start(launch, live))
+
     def action_results(self) -> None:
         if not isinstance(self.screen, ResultsScreen):
             self.push_screen(ResultsScreen(self.fleet))
+
+    def action_phases(self) -> None:
+        self.push_screen(ResultsScreen(self.fleet, tab="phases"))
+
+    def action_export(self) -> None:
+        screen = ResultsScreen(self.fleet)
+        self.push_screen(screen)
+        self.call_after_refresh(screen.action_export)
 
     def action_detail(self) -> None:
         server = self._current_server()
         if server is None:
             self.notify("no server to show yet")
             return
-        self.push_screen(DetailScreen(server, self.fleet))
+        self.push_screen(DetailScreen(server, self.fleet, self.view))
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.fleet))
+
+    def action_topology(self) -> None:
+        server = self._current_server()
+        if server is not None:
+            self.push_screen(TopologyScreen(server, self.fleet))
 
     def on_server_header_selected(self, event: ServerHeader.Selected) -> None:
-        self.push_screen(DetailScreen(event.server, self.fleet))
+        self.push_screen(DetailScreen(event.server, self.fleet, self.view))
 
     def _current_server(self) -> ServerView | None:
         """The server whose column holds the focus, else the leftmost one in view."""
@@ -276,16 +454,17 @@ class DltuiApp(App[None]):
         state = await self.session.run_plans(run)
         for screen in self.screen_stack:  # nothing left to cancel, on the main screen's footer
             screen.refresh_bindings()  # too, which shows under the run's progress
-        severity = "information" if state == "done" else "warning"
-        self.notify(f"{run.description}: {state} — press v for the results",
-                    severity=severity, timeout=10)  # fmt: skip
+        severity: SeverityLevel = "information" if state == "done" else "warning"
+        self.notify(
+            f"{run.description}: {state} — press v for the results", severity=severity, timeout=10
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys are offered only where they do something: a run to cancel, agents to run on,
         and the server view's own keys only on it."""
         if action == "cancel_run":
             return self.bench_run is not None and self.bench_run.state == "running"
-        if action == "launch":
+        if action in ("launch", "bench"):
             return bool(self.session.connections)
         if action in MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]

@@ -10,9 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dltui.client.campaign import check_layout, is_across
+from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
 from dltui.plans.names import MODELS
+from dltui.plans.placement import sweep_counts, sweep_sets
+from dltui.plans.topology import gpu_names
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
 
 
@@ -27,7 +30,11 @@ class Builtin:
 SCALE_OUT_WORDS = "ResNet-50 on all GPUs of every chosen server at once, after baselines"
 BUILTINS = (
     Builtin("smoke", "Smoke test", "tiny GEMM, conv and RNN shapes: seconds, even on a CPU"),
-    Builtin("quick", "Quick kernels", "a tenth of DeepBench: 30 GEMM, conv and RNN cases"),
+    Builtin(
+        "quick",
+        "Quick kernels",
+        "a tenth of DeepBench: 10 GEMMs, 10 convolutions (3 passes each), 10 RNNs (2 passes each)",
+    ),
     Builtin("full", "DeepBench full", "160 GEMMs, 94 convs, 53 RNNs, bandwidth: an hour or more"),
     Builtin("models", "CNN models", "ResNet-50, VGG-16, GoogLeNet, AlexNet training on 1 GPU"),
     Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
@@ -57,15 +64,6 @@ class Launch:
     description: str
 
 
-def sweep(inventory: Inventory) -> list[int]:
-    """GPU counts of a scale-up sweep: 1, 2, 4 … and all (CPU: 1 and 2 processes)."""
-    count = len(inventory.gpus) or 2
-    counts = [1]
-    while counts[-1] * 2 < count:
-        counts.append(counts[-1] * 2)
-    return sorted({*counts, count})
-
-
 def _kernel_precision(choice: Choice, inventories: list[Inventory]) -> str:
     if choice.precision != AUTO:
         return choice.precision
@@ -83,6 +81,8 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
                          precisions=[_kernel_precision(choice, inventories)])  # fmt: skip
     precision = None if choice.precision == AUTO else choice.precision
     models = ModelPlan(framework=choice.framework, device=choice.device, precision=precision)
+    if all(sizing.on_cpu(models, inventory) for inventory in inventories):
+        models = sizing.for_cpu(models)
     plan: Plan
     across = False
     if choice.plan == "smoke":
@@ -96,7 +96,7 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     elif choice.plan == "scale_up":
         if len(inventories) != 1:
             raise PlanError("a scale-up sweep runs on one server: choose exactly one")
-        plan = replace(models, gpus=sweep(inventories[0]))
+        plan = replace(models, gpus=sweep_counts(inventories[0]))
     elif choice.plan == "scale_out":
         plan, across = replace(models, gpus=[0]), True
     else:
@@ -104,7 +104,18 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     check_plan(plan)
     check_layout(plan, len(inventories), across)
     title = next(builtin.title for builtin in BUILTINS if builtin.key == choice.plan)
+    if choice.plan == "scale_up" and inventories[0].gpus:  # the GPU sets the worker will use
+        title += ": " + " · ".join(gpu_names(s.gpus) for s in sweep_sets(inventories[0]))
     return Launch([(plan, across)], title)
+
+
+def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:
+    """Per server: how many cases or runs the launch makes there and about how long."""
+    lines = []
+    for name, inventory in servers.items():
+        words = [sizing.size_words(plan, inventory) for plan, _ in launch.plans]
+        lines.append(f"{name}: {' + '.join(words)}")
+    return lines
 
 
 def _from_file(choice: Choice, servers: int) -> Launch:

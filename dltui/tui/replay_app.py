@@ -12,9 +12,10 @@ from textual.widgets import Footer, Header
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
-from dltui.recording.replay import ReplaySet, load_tracks
+from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_position
 from dltui.tui.app import DltuiApp
 from dltui.tui.screens.jump import JumpScreen
+from dltui.tui.view import MonitorView, ReplayTime
 from dltui.tui.widgets.position_bar import PositionBar
 
 TICK_S = 0.1
@@ -23,7 +24,7 @@ SEEK_STEP_S = 10.0
 
 class ReplayApp(DltuiApp):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "toggle", "Play/pause"),
+        Binding("space", "play_pause", "Play/pause"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("left_square_bracket", "seek(-1)", "−10 s", key_display="["),
@@ -34,7 +35,7 @@ class ReplayApp(DltuiApp):
     ]
 
     def __init__(self, replay: ReplaySet) -> None:
-        super().__init__(replay.fleet, ClientSession([]))
+        super().__init__(replay.fleet, ClientSession([]), MonitorView(ReplayTime(replay)))
         self.replay = replay
         self.bar = PositionBar(replay)
         self._last_tick = time.monotonic()
@@ -44,6 +45,7 @@ class ReplayApp(DltuiApp):
     def compose(self) -> ComposeResult:
         yield Header()
         yield self.strip
+        yield self.strip.off_screen
         yield self.bar
         yield Footer()
 
@@ -56,6 +58,22 @@ class ReplayApp(DltuiApp):
         """A replay is already a recording: no `r` here."""
         return action != "record" and super().check_action(action, parameters)
 
+    def _fleet_words(self) -> str:
+        """'2 servers · replay 1×': a recording, never 'live'."""
+        count = len(self.fleet.servers)
+        replay = self.replay
+        if replay.position >= replay.length:
+            how = "replay ended"
+        elif not replay.playing:
+            how = "replay paused"
+        else:
+            how = f"replay {replay.speed:g}×"
+        words = [f"{count} server{'s' if count != 1 else ''}", how]
+        if self.name_filter:
+            shown = sum(column.display for column in self.strip.columns)
+            words.append(f"filter '{self.name_filter}': {shown} shown")
+        return " · ".join(words)
+
     def _tick(self) -> None:
         now = time.monotonic()
         self.replay.tick(now - self._last_tick)
@@ -64,6 +82,7 @@ class ReplayApp(DltuiApp):
 
     def _moved(self) -> None:
         self.bar.refresh()
+        self._summary = self._fleet_words()
         self._tell_damage()
 
     def _tell_damage(self) -> None:
@@ -74,7 +93,7 @@ class ReplayApp(DltuiApp):
                 self.notify(damage, severity="warning", timeout=20)
             self._told[track.name] = damage
 
-    def action_toggle(self) -> None:
+    def action_play_pause(self) -> None:
         self.replay.toggle()
         self._moved()
 
@@ -88,6 +107,27 @@ class ReplayApp(DltuiApp):
 
     def action_jump(self, tenths: int) -> None:
         self.replay.seek(self.replay.length * tenths / 10)
+        self._moved()
+
+    def action_set_speed(self, words: str) -> None:
+        """`:speed 4`: one of the replay's speeds."""
+        try:
+            speed = float(words.rstrip("×x"))
+        except ValueError:
+            speed = 0.0
+        if speed not in SPEEDS:
+            self.notify(f"speed {words}: one of {', '.join(f'{s:g}' for s in SPEEDS)}",
+                        severity="warning")  # fmt: skip
+            return
+        self.replay.speed = speed
+        self._moved()
+
+    def action_jump_to_text(self, words: str) -> None:
+        """`:jump 1:23`, `:jump 50%`."""
+        try:
+            self.replay.seek(parse_position(words, self.replay.length))
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
         self._moved()
 
     def action_jump_to(self) -> None:

@@ -4,6 +4,7 @@ title line."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from dltui.client.plan_run import PlanRun
@@ -18,6 +19,8 @@ class ServerProgress:
     label: str
     state: str
     """running, waiting (for its part of a later step), or how its last job ended."""
+    remaining: float | None = None
+    """Seconds its job still needs at the pace so far."""
 
 
 @dataclass(eq=False)
@@ -39,9 +42,8 @@ class BenchmarkRun(PlanRun):
             if job is None:
                 found.append(ServerProgress(source, 0.0, "", "waiting"))
                 continue
-            done = job.done + (job.fraction or 0.0) if job.state == "running" else job.total
-            fraction = done / job.total if job.total else 0.0
-            found.append(ServerProgress(source, min(fraction, 1.0), job.label, job.state))
+            left = job.remaining(time.time())
+            found.append(ServerProgress(source, job.progress(), job.label, job.state, left))
         return found
 
     def words(self) -> str:

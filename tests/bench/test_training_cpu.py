@@ -17,6 +17,9 @@ from dltui.bench.training import run_models
 from dltui.plans.names import MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
+from tests.conftest import SLOW
+
+pytestmark = SLOW
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TINY = {"device": "cpu", "image_size": 67, "batch": 2, "warmup": 1, "steps": 3, "classes": 10}
@@ -117,3 +120,13 @@ def test_a_folder_that_is_not_an_image_set_is_a_clear_error(tmp_path):
                      data_dir=str(tmp_path), target_accuracy=0.5)  # fmt: skip
     (result,), _ = train(plan)
     assert "needs a sub-folder per class, at least two" in result.error
+
+
+def test_tensorflow_sizes_its_batch_from_the_gpu_memory_nvml_reports():
+    """None without a GPU, the first GPU's memory with one (it once called NVML's list of GPUs
+    as a function, and TensorFlow training on a GPU failed before its first step)."""
+    pytest.importorskip("tensorflow")
+    from dltui.bench.training.tf_train import _gpu_memory
+
+    memory = _gpu_memory()
+    assert memory is None or memory > 0

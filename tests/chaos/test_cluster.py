@@ -13,7 +13,7 @@ import pytest
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
-from dltui.protocol.auth import load_secret
+from dltui.userfiles import load_secret
 from tests.conftest import ROOT, dltui_command
 from tests.integration.test_client import wait_until
 from tests.netns import Cluster, unavailable

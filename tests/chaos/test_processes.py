@@ -29,6 +29,7 @@ from dltui.protocol.messages import (
     Sample,
     Subscribe,
 )
+from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, wait_for
 from tests.integration.test_agent_stream import connect
@@ -61,6 +62,30 @@ class Watcher:
         )  # fmt: skip
 
 
+def recorded_links_and_samples(path) -> list[str]:
+    """What the recording holds so far (read while it is written: a torn tail is left out),
+    as link states and "Sample", repeats collapsed."""
+    try:
+        records = RecordingReader(path).read_all()
+    except RecordingError:  # not created yet, or its header not yet whole
+        return []
+    kinds = [
+        m.state if isinstance(m, Link) else type(m).__name__
+        for m in (r.message for r in records)
+        if isinstance(m, (Link, Sample))
+    ]
+    return [k for k, _ in itertools.groupby(kinds)]
+
+
+def samples_after_a_gap(kinds: list[str]) -> bool:
+    """Samples, the gap marked, then live again and samples from the restarted agent."""
+    if "offline" not in kinds:
+        return False
+    gap = kinds.index("offline")
+    after = kinds[gap:]
+    return "Sample" in kinds[:gap] and "live" in after and "Sample" in after[after.index("live") :]
+
+
 async def test_an_agent_killed_mid_benchmark_goes_offline_and_comes_back(agent_factory, tmp_path):
     agent = agent_factory()
     recording = tmp_path / "gap.dlrec"
@@ -76,6 +101,9 @@ async def test_an_agent_killed_mid_benchmark_goes_offline_and_comes_back(agent_f
         await wait_until(lambda: watcher.first(JobProgress), 90, "the benchmark running")
         workers = psutil.Process(agent.process.pid).children(recursive=True)
         assert workers, "the benchmark runs in a worker process"
+        # The recorder is a process of its own: it must have samples on disk before the kill.
+        await wait_until(lambda: "Sample" in recorded_links_and_samples(recording), 30,
+                         "the recorder's first samples")  # fmt: skip
 
         killed = time.monotonic()
         agent.process.kill()
@@ -91,23 +119,15 @@ async def test_an_agent_killed_mid_benchmark_goes_offline_and_comes_back(agent_f
         restarted = time.monotonic()
         await wait_until(lambda: watcher.first(Sample, restarted), 10, "samples again")
         assert watcher.first(Link, restarted, "live") - restarted <= 5.0
+        # The recorder reconnects on its own schedule (backoff up to 2 s), not the watcher's.
+        await wait_until(lambda: samples_after_a_gap(recorded_links_and_samples(recording)),
+                         30, "the recorder's samples after the gap")  # fmt: skip
     finally:
         await watcher.connection.stop()
         task.cancel()
-    recorder.send_signal(signal.SIGTERM)
+        recorder.send_signal(signal.SIGTERM)
     assert recorder.wait(timeout=30) == 0
-    records = RecordingReader(recording).read_all()
-    kinds = [
-        m.state if isinstance(m, Link) else type(m).__name__
-        for m in (r.message for r in records)
-        if isinstance(m, (Link, Sample))
-    ]
-    collapsed = [k for k, _ in itertools.groupby(kinds)]
-    # Samples, the gap marked, then samples from the restarted agent.
-    assert "offline" in collapsed
-    gap = collapsed.index("offline")
-    assert "Sample" in collapsed[:gap] and "Sample" in collapsed[gap:]
-    assert "live" in collapsed[gap:]
+    assert samples_after_a_gap(recorded_links_and_samples(recording))
 
 
 async def collect(stream, seconds: float) -> list[tuple[float, Message]]:

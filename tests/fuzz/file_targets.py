@@ -23,12 +23,12 @@ from dltui.client.target import TlsOptions
 from dltui.client.tls import client_context
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plans
-from dltui.protocol.auth import SecretFileError, load_secret
 from dltui.protocol.messages import HostSample, Link, Message, Ping, Sample
 from dltui.recording.format import Header, Record, RecordingError, encode_header, encode_record
 from dltui.recording.reader import RecordingReader
 from dltui.recording.timeline import Timeline
 from dltui.recording.writer import RecordingWriter
+from dltui.userfiles import SecretFileError, load_secret
 
 LONGEST = 600
 """An error line's length beyond the file's own name."""

@@ -7,11 +7,21 @@ import json
 import socket
 import subprocess
 
+import pytest
+
 from dltui.client import connection as connection_module
-from dltui.client.connection import STARTED_AGENT_TIMEOUT, AgentConnection, handshake_timeout
+from dltui.client.connection import (
+    STARTED_AGENT_TIMEOUT,
+    AgentConnection,
+    handshake,
+    handshake_timeout,
+)
 from dltui.client.target import Target, parse_target
+from dltui.client.transport import open_transport
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import Link, Sample
+from dltui.protocol.errors import ProtocolError
+from dltui.protocol.framing import encode_frame
+from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample, to_wire
 from dltui.telemetry.sampler import OPEN_DEADLINE
 from tests.conftest import ROOT, dltui_command
 
@@ -85,6 +95,26 @@ async def test_an_agent_that_never_says_hello_is_offline_and_tried_again(monkeyp
         await connection.stop()
         task.cancel()
         silent.close()
+
+
+@pytest.mark.parametrize("size", [0, 16])
+async def test_a_challenge_that_is_not_32_bytes_is_refused(size):
+    """A client holds an agent to the same rule the agent holds it to (docs/protocol.md)."""
+    hello = encode_frame(to_wire(Hello(PROTOCOL_VERSION, "fake", "fake", b"c" * size)))
+
+    async def say_hello(_, writer: asyncio.StreamWriter) -> None:
+        writer.write(hello)
+        await writer.drain()
+
+    fake = await asyncio.start_server(say_hello, "127.0.0.1", 0)
+    port = fake.sockets[0].getsockname()[1]
+    transport = await open_transport(parse_target(f"127.0.0.1:{port}"))
+    try:
+        with pytest.raises(ProtocolError, match=f"challenge must be 32 bytes, got {size}"):
+            await handshake(transport.stream, b"s" * 16, "test")
+    finally:
+        await transport.close()
+        fake.close()
 
 
 def test_an_agent_the_client_starts_has_time_to_give_up_on_nvml():

@@ -23,7 +23,7 @@ from dltui.protocol.messages import (
     Sample,
     Subscribe,
 )
-from tests.conftest import ROOT, dltui_command
+from tests.conftest import ROOT, dltui_command, start_agent
 from tests.integration.test_agent_stream import connect
 
 pytest.importorskip("torch")
@@ -63,12 +63,19 @@ async def until(stream, predicate, timeout: float = 60.0, collect: list | None =
     return await asyncio.wait_for(loop(), timeout)
 
 
+@pytest.fixture(scope="module")
+def agent():
+    """One agent for the module: each test's jobs end before the next test starts."""
+    agent = start_agent()
+    yield agent
+    agent.stop()
+
+
 def workers(agent) -> list[psutil.Process]:
     return psutil.Process(agent.process.pid).children(recursive=True)
 
 
-async def test_a_tiny_plan_runs_while_sampling_goes_on(agent_factory):
-    agent = agent_factory()
+async def test_a_tiny_plan_runs_while_sampling_goes_on(agent):
     client, _ = await connect(agent.address)
     await client.stream.send(Subscribe(1, 10.0))
     await client.stream.send(Run(2, "job1", TINY))
@@ -87,8 +94,7 @@ async def test_a_tiny_plan_runs_while_sampling_goes_on(agent_factory):
     await client.close()
 
 
-async def test_a_bad_plan_is_refused_before_anything_runs(agent_factory):
-    agent = agent_factory()
+async def test_a_bad_plan_is_refused_before_anything_runs(agent):
     client, _ = await connect(agent.address)
     bad = KernelPlan(framework="caffe", kinds=["gemm", "fft"], precisions=["fp8"], gpus=-1)
     await client.stream.send(Run(1, "bad", bad))
@@ -104,8 +110,7 @@ async def test_a_bad_plan_is_refused_before_anything_runs(agent_factory):
     await client.close()
 
 
-async def test_cancel_and_a_second_job_while_busy(agent_factory):
-    agent = agent_factory()
+async def test_cancel_and_a_second_job_while_busy(agent):
     client, _ = await connect(agent.address)
     await client.stream.send(Run(1, "long", LONG))
     await until(client.stream, lambda m: isinstance(m, JobProgress))
@@ -119,8 +124,7 @@ async def test_cancel_and_a_second_job_while_busy(agent_factory):
     await client.close()
 
 
-async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent_factory):
-    agent = agent_factory()
+async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent):
     client, _ = await connect(agent.address)
     await client.stream.send(Run(1, "doomed", LONG))
     await until(client.stream, lambda m: isinstance(m, JobProgress))
@@ -134,8 +138,7 @@ async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent_factory
     await client.close()
 
 
-async def test_a_job_past_its_timeout_fails(agent_factory):
-    agent = agent_factory()
+async def test_a_job_past_its_timeout_fails(agent):
     client, _ = await connect(agent.address)
     await client.stream.send(Run(1, "slow", replace(LONG, timeout_s=1.0)))
     end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=30)

@@ -12,8 +12,8 @@ import pytest
 
 from dltui.client.session import ClientSession, Unreachable
 from dltui.client.target import Target, parse_target
-from dltui.protocol.auth import load_secret
 from dltui.protocol.messages import Link, Message, Sample, Welcome
+from dltui.userfiles import load_secret
 
 
 def free_port() -> int:

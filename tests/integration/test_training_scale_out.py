@@ -12,8 +12,10 @@ import subprocess
 import psutil
 import pytest
 
-from tests.conftest import ROOT, dltui_command, wait_for
+from tests.conftest import ROOT, SLOW, dltui_command, wait_for
 from tests.integration.test_scale_out import free_ports
+
+pytestmark = SLOW
 
 SMALL = ("--model", "googlenet", "--device", "cpu", "--image-size", "32", "--batch", "2",
          "--warmup", "1", "--gpus", "1")  # fmt: skip

@@ -1,6 +1,7 @@
 """The real recordings under tests/fixtures, made with `dltui record` while a benchmark ran:
-on a 2-GPU H200 machine (bf16 GEMMs, then an all-reduce over NVLink) and on this CPU machine.
-Replayed into fleet state, they give what the live TUI showed."""
+on a 2-GPU H200 machine (bf16 GEMMs, then an all-reduce over NVLink) and on this CPU machine
+(the same cases: `dltui record --plan tests/fixtures/cpu-kernels.toml`). Replayed into fleet
+state, they give what the live TUI showed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dltui.fleet.compare import kernel_row
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import JobEnd
 from dltui.recording.reader import RecordingReader
@@ -53,3 +55,13 @@ def test_the_cpu_recording_has_the_same_shape_of_session():
     ends = [r.message for r in RecordingReader(FIXTURES / "cpu-kernels.dlrec")
             if isinstance(r.message, JobEnd)]  # fmt: skip
     assert len(ends) == 1
+
+
+def test_the_demo_pair_ran_the_same_cases():
+    def cases(name: str) -> list[tuple[object, ...]]:
+        (server,) = replay(name).servers.values()
+        job = server.latest_job
+        assert job is not None
+        return [kernel_row(result)[0] for result in job.results]
+
+    assert cases("cpu-kernels.dlrec") == cases("h200x2-kernels.dlrec")

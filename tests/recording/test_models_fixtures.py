@@ -1,7 +1,8 @@
 """The real training recordings: `h200-models.dlrec` (ResNet-50, VGG-16, GoogLeNet, AlexNet on
 one H200, recorded by the lead; format version 1) and `cpu-models.dlrec` (AlexNet on one and
-two CPU processes on this machine, `dltui record --plan tests/fixtures/cpu-models.toml`;
-format version 2). Export and report hold exactly the recorded figures."""
+two CPU processes on this machine in bf16 at batch 512, as the H200 ran it, so the two compare
+like with like: `dltui record --plan tests/fixtures/cpu-models.toml`; format version 2).
+Export and report hold exactly the recorded figures."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_export_holds_every_run_and_every_step(tmp_path):
     )
     with open(tmp_path / "steps.csv") as file:
         steps = [float(row["seconds"]) for row in csv.DictReader(file)]
-    assert steps == [t for r in recorded for t in r.step_times] and len(steps) == 410
+    assert steps == [t for r in recorded for t in r.step_times] and len(steps) == 406
 
 
 def test_the_report_measures_power_over_the_timed_steps_not_the_compile(tmp_path):
@@ -76,3 +77,10 @@ def test_the_cpu_training_recording_replays_and_seeks():
     assert [m.images_per_s for m in job.model_results] == [r.images_per_s for r in runs(CPU)]
     replay.seek(replay.case_starts()[1] + 0.5)  # back, into the two-process run
     assert server.latest_job.state == "running" and len(server.latest_job.model_results) == 1
+
+
+def test_the_demo_pair_shares_a_training_configuration():
+    from dltui.fleet.compare import model_row
+
+    shared = {model_row(r)[0] for r in runs(H200)} & {model_row(r)[0] for r in runs(CPU)}
+    assert shared == {("model", "torch", "alexnet", "bf16", 512, 224, "synthetic")}

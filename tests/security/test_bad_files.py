@@ -17,10 +17,9 @@ from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.listener import server_context
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plans
-from dltui.protocol.auth import SecretFileError, load_secret
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from dltui.userfiles import FileProblem
+from dltui.userfiles import FileProblem, SecretFileError, load_secret
 from tests.conftest import ROOT, dltui_command
 
 LONGEST_LINE = 500
@@ -65,10 +64,10 @@ def test_what_is_no_regular_file_of_its_size_is_refused_unread(oddities, loader,
     if loader == "recording" and kind == "sparse":
         pytest.skip("recordings may be large: a sparse one reads as no recording (below)")
     tracemalloc.start()
-    began = time.monotonic()
+    began = time.process_time()  # the work done, whatever else shares the cores
     with pytest.raises(error) as raised:
         load(path)
-    took = time.monotonic() - began
+    took = time.process_time() - began
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     message = str(raised.value)
@@ -117,11 +116,11 @@ def test_bad_toml_is_one_short_line(tmp_path, loader, case):
     path = tmp_path / "file.toml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     load, error = LOADERS[loader]
-    began = time.monotonic()
+    began = time.process_time()  # the work done, whatever else shares the cores
     with pytest.raises(error) as raised:
         load(path)
     message = str(raised.value)
-    assert time.monotonic() - began < 2.0
+    assert time.process_time() - began < 2.0
     # A file that parses is the plan's own check's to judge: it names what is wrong, not where.
     assert message.startswith((f"{loader} {path}", "unknown ")), message
     assert "\n" not in message and len(message) - len(str(path)) < LONGEST_LINE, message
@@ -156,6 +155,6 @@ def test_commands_refuse_bad_files_at_once_in_one_line(oddities, name):
     took = time.monotonic() - began
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    assert words.format(**paths) in last, result.stderr
+    said = result.stderr.strip().splitlines()  # the error, then where to read more
+    assert words.format(**paths) in said[0] and len(said) <= 2, result.stderr
     assert took < 10

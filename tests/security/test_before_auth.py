@@ -12,7 +12,6 @@ from typing import Any, Literal, Union
 
 import pytest
 
-from dltui.protocol.auth import load_secret
 from dltui.protocol.errors import AuthError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -29,6 +28,7 @@ from dltui.protocol.messages import (
     from_wire,
     to_wire,
 )
+from dltui.userfiles import load_secret
 from tests.conftest import start_agent
 from tests.integration.test_agent_stream import collect_samples, connect
 

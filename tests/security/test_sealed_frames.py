@@ -13,7 +13,6 @@ import pytest
 from dltui.client.connection import handshake
 from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
-from dltui.protocol.auth import load_secret
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body, encode_frame
 from dltui.protocol.messages import (
@@ -27,6 +26,7 @@ from dltui.protocol.messages import (
     Subscribe,
     to_wire,
 )
+from dltui.userfiles import load_secret
 from tests.integration.test_agent_stream import connect
 
 Tamper = Callable[[int, bytes], bytes]

@@ -14,11 +14,11 @@ from dltui.tui import create_app
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
-from tests.tui.test_app import wait_for_text, wait_until
+from tests.tui.test_app import LIVE_CPU, wait_for_text, wait_until
 
 pytest.importorskip("torch")
 
-LIVE = r"│ cpu [^\n│]* \d+% │"
+LIVE = LIVE_CPU
 
 
 def choose_plan(screen: LauncherScreen, key: str) -> None:

@@ -8,7 +8,7 @@ import os
 from dltui.client.target import parse_target
 from dltui.recording.reader import RecordingReader
 from dltui.tui import create_app
-from tests.tui.test_app import wait_for_text, wait_until
+from tests.tui.test_app import LIVE_CPU, wait_for_text, wait_until
 
 
 async def test_r_shows_that_the_recording_stopped(tmp_path, monkeypatch):
@@ -23,7 +23,7 @@ async def test_r_shows_that_the_recording_stopped(tmp_path, monkeypatch):
 
     monkeypatch.setattr(app, "notify", spy)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for_text(pilot, r"│ cpu [^\n│]* \d+% │")
+        await wait_for_text(pilot, LIVE_CPU)
         await pilot.press("r")
         await wait_until(pilot, lambda: "● REC dltui-" in app.sub_title)
         recorder = app.recorder

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import time
 
+from textual.widgets import RadioButton
+
 from dltui.fleet.compare import REFERENCE
 from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample
 from dltui.tui import create_app
@@ -13,6 +15,7 @@ from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
+from dltui.tui.widgets.phase_table import PhaseTable
 from dltui.tui.widgets.server_strip import ServerStrip
 from tests.tui.test_app import gpu_box_messages, screen_text, wait_for_text, wait_until
 from tests.tui.test_replay_app import FIXTURES
@@ -44,7 +47,9 @@ async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> N
         await pilot.press("b")  # the first server is the baseline: its own column has no ratio
         text = await wait_for_text(pilot, "ratio to h200x2-kernels")
         assert "◆ h200x2-kernels" in text
-        assert re.search(r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s ±\d\.\d% ×\d+ *\n", text)
+        # The CPU box ran the same GEMM: its figure and its ratio to the H200's, side by side.
+        assert re.search(r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s ±\d\.\d% ×\d+ +"
+                         r"\d+\.\d GFLOP/s ±\d+\.\d% ×\d+ 0\.00×", text)  # fmt: skip
 
         await pilot.press("m")  # per watt: this recording's kernels read no energy of their own
         text = await wait_for_text(pilot, "per watt")
@@ -54,13 +59,26 @@ async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> N
         await pilot.press("m", "m")  # back to throughput; sort by the H200's column
         await pilot.press("right", "s")
         text = await wait_for_text(pilot, "h200x2-kernels ▼")
-        rows = [line for line in text.splitlines() if "TFLOP/s" in line or "GB/s" in line]
+        assert "by h200x2-kernels, largest first in each unit" in text
+        rows = [line for line in text.splitlines() if "FLOP/s" in line or "B/s" in line]
         assert rows[0].startswith(" gemm 2560x7000x2560 TN fwd bf16")  # 740 TFLOP/s, the top
+        # TFLOP/s among TFLOP/s, then GB/s among GB/s: never 298 GB/s above 220 TFLOP/s.
+        units = ["rate" if "FLOP/s" in row else "bytes" for row in rows]
+        assert units == sorted(units, key=lambda unit: unit != "rate")
 
         await pilot.press("p")
         text = await wait_for_text(pilot, r"allreduce 64500000 floats ×2 allreduce fp32")
         row = next(line for line in text.splitlines() if "64500000" in line)
         assert re.search(r"98% .* 519 W .* 529.7 GB/s", row)  # NVLink carried it
+        phases = app.screen.query_one(PhaseTable)
+        assert app.focused is phases  # p puts the focus in the table
+        await pilot.resize_terminal(90, 40)  # too narrow for every column: it scrolls
+        await wait_until(pilot, lambda: phases.max_scroll_x > 0)
+        await pilot.press("right")  # a whole column on, the server and case kept in view
+        await wait_until(pilot, lambda: phases.scroll_x > 0)
+        assert phases.scroll_x == phases._starts()[1]
+        text = screen_text(app)
+        assert re.search(r"h200x2-kernels +allreduce 64500000 floats ×2 allreduce fp32 +298", text)
 
 
 async def test_detail_shows_every_gpu_its_processes_and_throttle_reasons_in_words() -> None:
@@ -139,3 +157,35 @@ async def test_the_launcher_returns_the_run_to_start_and_escape_returns_nothing(
         await pilot.press("escape")
         await wait_until(pilot, lambda: len(answers) == 2)
         assert answers[1] is None and not isinstance(app.screen, LauncherScreen)
+
+
+async def test_the_launcher_says_what_is_chosen_how_big_each_plan_is_and_x_closes_it() -> None:
+    app = create_replay_app([H200, CPU])
+    answers: list = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await replayed_to_the_end(pilot)
+        await app.push_screen(LauncherScreen(app.fleet), answers.append)
+        text = await wait_for_text(pilot, r"h200x2-kernels  ✓ chosen")
+        assert "cpu-kernels  ✓ chosen" in text
+        assert re.search(r"▐●▌ Smoke test", text) and re.search(r"▐ ▌ Quick kernels", text)
+        assert re.search(r"h200x2-kernels: 19 cases, about \d+ s", text)
+        await pilot.press("space")  # the first server is not chosen any more: in words
+        text = await wait_for_text(pilot, r"h200x2-kernels  ✗ not chosen")
+        assert "h200x2-kernels: 19 cases" not in text and "cpu-kernels: 19 cases" in text
+        launcher = app.screen
+        plan_file = next(b for b in launcher.query(RadioButton) if b.name == "file")
+        plan_file.value = True
+        text = await wait_for_text(pilot, r"a TOML file with \[kernels\] and \[models\] tables")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: answers == [None])
+
+
+async def test_the_phases_of_a_sweep_say_how_many_processes_each_run_had() -> None:
+    app = create_replay_app([FIXTURES / "h200-models.dlrec", FIXTURES / "cpu-models.dlrec"])
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.replay.playing = False
+        app.replay.seek(app.replay.length)
+        await pilot.press("v", "p")
+        text = await wait_for_text(pilot, r"alexnet bf16 batch 512 ×2 procs")
+        assert "alexnet bf16 batch 512 ×1 proc " in text
+        assert "alexnet bf16 batch 512 ×1 GPU " in text  # the H200's, the same configuration

@@ -135,7 +135,8 @@ async def test_the_served_page_shows_a_server_in_headless_chromium(served, brows
                     "Runtime.evaluate", expression="window.__dltuiText", returnByValue=True
                 )
                 text = ANSI.sub("", found["result"].get("value") or "")
-                return text if "NVIDIA H200" in text and "h200x2-kernels" in text else None
+                words = ("dltui", "NVIDIA H200", "h200x2-kernels", "GPU 0")
+                return text if all(word in text for word in words) else None  # drawn in parts
 
             text = await until(shown, 60, "the app's server column on the page")
             shot = await tools.call("Page.captureScreenshot")

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from dltui import userfiles
 from dltui.protocol import auth
 
 
@@ -28,22 +29,22 @@ def test_load_secret(tmp_path):
     path = tmp_path / "secret"
     path.write_text("0123456789abcdef0123\n")
     os.chmod(path, 0o600)
-    assert auth.load_secret(path) == b"0123456789abcdef0123"
+    assert userfiles.load_secret(path) == b"0123456789abcdef0123"
 
 
 def test_secret_readable_by_others_is_refused(tmp_path):
     path = tmp_path / "secret"
     path.write_text("0123456789abcdef0123")
     os.chmod(path, 0o644)
-    with pytest.raises(auth.SecretFileError, match="chmod 600"):
-        auth.load_secret(path)
+    with pytest.raises(userfiles.SecretFileError, match="chmod 600"):
+        userfiles.load_secret(path)
 
 
 def test_short_or_missing_secret_is_refused(tmp_path):
     path = tmp_path / "secret"
     path.write_text("short")
     os.chmod(path, 0o600)
-    with pytest.raises(auth.SecretFileError, match="shorter"):
-        auth.load_secret(path)
-    with pytest.raises(auth.SecretFileError, match="cannot read"):
-        auth.load_secret(tmp_path / "missing")
+    with pytest.raises(userfiles.SecretFileError, match="shorter"):
+        userfiles.load_secret(path)
+    with pytest.raises(userfiles.SecretFileError, match="cannot read"):
+        userfiles.load_secret(tmp_path / "missing")

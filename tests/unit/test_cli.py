@@ -1,4 +1,5 @@
-"""cli.py: a list of commands, and the one place that says their errors."""
+"""cli.py: a list of commands, and the one place that says their errors, in one line with
+where to read more; what it says when a word is wrong; --version."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import socket
 
 import pytest
 
+from dltui import cli, version
 from dltui.cli import COMMANDS, TUI, main
 
 
@@ -16,13 +18,13 @@ def test_every_command_has_a_parser_and_a_run(module):
     assert callable(command.run) and command.parser().prog.startswith("dltui")
 
 
-def test_a_usage_error_shows_the_commands_usage(capsys, tmp_path):
+def test_a_usage_error_is_one_line_and_where_to_read_more(capsys, tmp_path):
     with pytest.raises(SystemExit) as exited:
         main(["record", "-o", str(tmp_path / "x.dlrec"), "--duration", "0"])
     assert exited.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("usage: dltui record")
-    assert err.endswith("dltui record: error: --duration must be a positive number of seconds\n")
+    assert capsys.readouterr().err == (
+        "dltui record: --duration must be a positive number of seconds\n(see dltui record --help)\n"
+    )
 
 
 def test_a_plan_file_error_is_a_usage_error_before_anything_starts(capsys, tmp_path):
@@ -43,3 +45,27 @@ def test_any_other_error_is_one_line_with_its_own_exit_status(capsys):
     assert out == "" and err == (
         f"dltui probe: cannot reach {address}: connection refused (is the agent running?)\n"
     )
+
+
+def test_a_near_miss_of_a_command_is_not_taken_for_a_host() -> None:
+    said = cli.mistyped(["repaly", "x.dlrec"])
+    assert said is not None and said.startswith("unknown command 'repaly' — did you mean replay?")
+    assert "repaly:7070" in said  # how to mean a host of that name after all
+    assert cli.mistyped(["x.dlrec"]) == "x.dlrec is a recording: dltui replay x.dlrec"
+    for agent in (["gpu-01"], ["gpu-01:7070"], ["ssh://ops@gpu-01"], ["local"], ["10.0.0.7"], []):
+        assert cli.mistyped(agent) is None, agent
+
+
+def test_an_invalid_choice_names_the_word_and_the_nearest_choice() -> None:
+    said = cli._suggest(
+        "argument --set: invalid choice: 'quik' (choose from 'tiny', 'quick', 'full')"
+    )
+    assert said == "unknown 'quik' for --set — did you mean quick? (choose from tiny, quick, full)"
+    assert cli._suggest("the following arguments are required: -o") == (
+        "the following arguments are required: -o"
+    )
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"dltui {version()}\n"

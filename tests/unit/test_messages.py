@@ -11,6 +11,7 @@ from dltui.protocol.messages import (
     Bye,
     Cancel,
     Error,
+    Event,
     GpuInfo,
     GpuProcess,
     GpuSample,
@@ -23,6 +24,8 @@ from dltui.protocol.messages import (
     KernelPlan,
     KernelResult,
     Link,
+    MigInstance,
+    MigSample,
     Ping,
     Pong,
     Run,
@@ -40,7 +43,17 @@ INVENTORY = Inventory(
     cpu_model="Xeon",
     cpu_count=64,
     memory_total=2**40,
-    gpus=[GpuInfo(0, "NVIDIA H200", "GPU-1", 141 * 2**30, 5, 16, 5, 16, 18, True)],
+    gpus=[
+        GpuInfo(0, "NVIDIA H200", "GPU-1", 141 * 2**30, 5, 16, 5, 16, 18, True),
+        GpuInfo(
+            1,
+            "NVIDIA H200",
+            "GPU-2",
+            141 * 2**30,
+            mig=True,
+            mig_instances=[MigInstance("MIG-0d2a", 1, 0, "1g.18gb", 18 * 2**30, 16)],
+        ),
+    ],
     driver_version="580.159",
     cuda_version="13.0",
     frameworks={"torch": "2.11.0"},
@@ -54,6 +67,31 @@ SAMPLE = Sample(
         GpuSample(0, "ok", {"util_gpu": 100, "power": 691.2}, {"temp": "Unknown"}),
         GpuSample(1, "lost", {}),
         GpuSample(2, "ok", {}, processes=[GpuProcess(4242, 2**33, "python"), GpuProcess(7)]),
+        GpuSample(
+            3,
+            "ok",
+            {},
+            processes=[
+                GpuProcess(
+                    81,
+                    2**30,
+                    "python",
+                    "alice",
+                    "python train.py",
+                    1.7e9,
+                    99.5,
+                    2**31,
+                    87.0,
+                    12.0,
+                    1,
+                    "3f2a",
+                    "docker",
+                    job="41233",
+                    gpu_instance=1,
+                ),
+            ],
+            mig=[MigSample(1, {"mem_used": 2**30, "sm_active": 50.0})],
+        ),
     ],
 )
 RESULT = KernelResult(
@@ -78,6 +116,7 @@ EVERY_MESSAGE = [
     JobProgress("job1", 3, 10, "gemm 1760x16x1760 NN fp32"),
     JobResult("job1", RESULT),
     JobEnd("job1", "failed", "the worker was killed by SIGKILL", 1.7e9),
+    Event(3, "xid", "critical", "XID 79: GPU has fallen off the bus", 1.7e9, gpu=0, value=79),
 ]
 
 
@@ -107,6 +146,10 @@ def test_unknown_fields_are_ignored_for_forward_compatibility():
         ({"type": "ping", "seq": True, "token": 1}, "expected int"),
         ({"type": "subscribe", "seq": 1, "rate_hz": "fast"}, "expected float"),
         ({"type": "link", "state": "exploded", "wall": 1.0}, "not one of"),
+        (
+            {"type": "event", "id": 1, "kind": "x", "severity": "dire", "detail": "", "wall": 1.0},
+            "not one of",
+        ),
         ({"type": "sample", "seq": 1, "wall": 1.0, "mono": 1.0, "host": []}, "expected a map"),
         (to_wire(SAMPLE) | {"gpus": [{"index": 0, "state": "ok", "values": {"x": "1"}}]}, "x"),
         (to_wire(SAMPLE) | {"gpus": {"0": 1}}, "expected a list"),

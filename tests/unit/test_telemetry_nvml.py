@@ -431,6 +431,8 @@ def test_fast_read_converts_units() -> None:
         "ecc_uncorrected": 1,
         "pcie_tx": 0,
         "pcie_rx": 0,
+        "pcie_gen": 5,  # health: the link now, every 5 s
+        "pcie_width": 16,
     }
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
 

@@ -13,7 +13,7 @@ from importlib import metadata
 
 import psutil
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, Sample
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, MigSample, Sample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
 from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, fresh_slow, merged
@@ -71,6 +71,13 @@ class FakeGateway:
         found, self.processes = self.processes, {}
         return found
 
+    def read_instances(self) -> dict[int, list[MigSample]]:
+        return {}
+
+    def opened(self, index: int) -> None:
+        """No NVML handle: the topology reads nothing of NVML here."""
+        return None
+
     def close(self) -> None:
         self.closed = True
 
@@ -119,7 +126,7 @@ def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -
     assert gateway.closed
 
 
-def test_gpu_processes_ride_once_on_the_sample_after_their_read_with_their_names() -> None:
+def test_gpu_processes_ride_once_on_the_sample_after_their_read_with_their_owners() -> None:
     gateway = FakeGateway()
     me = os.getpid()
     gateway.processes = {0: [GpuProcess(me, 2 << 30), GpuProcess(2**22 + 7)]}  # one is gone
@@ -133,7 +140,8 @@ def test_gpu_processes_ride_once_on_the_sample_after_their_read_with_their_names
         sampler.stop()
     (listed,) = [gpu.processes for sample in samples for gpu in sample.gpus if gpu.processes]
     mine, gone = listed
-    assert mine == GpuProcess(me, 2 << 30, psutil.Process(me).name())
+    assert (mine.pid, mine.memory, mine.name) == (me, 2 << 30, psutil.Process(me).name())
+    assert mine.user == psutil.Process(me).username() and mine.own  # the sampler's own process
     assert gone == GpuProcess(2**22 + 7)  # no such process here: no name, nothing invented
 
 

@@ -80,6 +80,8 @@ class Backend(Protocol):
     """Where kernels run, the same spelling for every framework: "cuda:0" or "cpu"."""
     gpu_count: int
     """GPUs this framework sees (0 when it runs on the CPU): the peer-copy pairs."""
+    gpu_uuids: list[str]
+    """Each of those GPUs' UUID, in the framework's numbering; empty where it cannot say."""
 
     def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
         """Time one pass of `case` as given (already padded). Raises Unsupported, or the

@@ -47,6 +47,7 @@ class TensorFlowBackend:
         self.on_gpu = bool(gpus) and device != "cpu"
         self.device = "cuda:0" if self.on_gpu else "cpu"
         self.gpu_count = len(gpus) if self.on_gpu else 0
+        self.gpu_uuids: list[str] = []  # TensorFlow does not say which GPU is which
         self._tf_device = "/GPU:0" if self.on_gpu else "/CPU:0"
         tf.random.set_seed(0)
 

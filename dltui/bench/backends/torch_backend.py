@@ -48,9 +48,12 @@ class TorchBackend:
         self.on_gpu = has_gpu and device != "cpu"
         self.device = "cuda:0" if self.on_gpu else "cpu"
         self.gpu_count = torch.cuda.device_count() if self.on_gpu else 0
+        self.gpu_uuids = [
+            str(getattr(torch.cuda.get_device_properties(index), "uuid", ""))
+            for index in range(self.gpu_count)
+        ]
         self._clock: timing.Clock = CudaClock(torch) if self.on_gpu else timing.WallClock()
-        uuid = str(torch.cuda.get_device_properties(0).uuid) if self.on_gpu else ""
-        self._meter = open_meter(uuid) if self.on_gpu else None
+        self._meter = open_meter(self.gpu_uuids[0]) if self.on_gpu else None
         torch.manual_seed(0)
 
     def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
@@ -79,9 +82,8 @@ class TorchBackend:
     def _set_cudnn(self, searched: bool) -> None:
         """Searched: cuDNN benchmarks every algorithm it has on a shape's first call and keeps
         the fastest (cudnnFind's way). Default: PyTorch's own default, the heuristic choice."""
-        cudnn = self._torch.backends.cudnn
-        cudnn.benchmark = searched
-        cudnn.benchmark_limit = 0  # 0: every available algorithm, not the first ten
+        self._torch.backends.cudnn.benchmark = searched
+        self._torch.backends.cudnn.benchmark_limit = 0  # 0: every algorithm, not the first ten
 
     def _time(self, step: Step, budget: Budget) -> Timing:
         capture = cuda_graph(self._torch) if self.on_gpu else None

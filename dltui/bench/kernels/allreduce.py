@@ -5,7 +5,8 @@ the data; this module starts the ranks, times the collective and reports nccl-te
 busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce`), so a crash
 takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
 child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
-stdin closes, which also happens when its parent dies.
+stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
+the topology joins best (bench/placement.py), and its results say which.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from functools import partial
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
     OnProgress,
     OnResult,
     Reporter,
     ShouldStop,
-    free_port,
     join_process_group,
+    local_rendezvous,
     rank_parser,
     run_rank,
     stdin_closed,
@@ -35,7 +37,7 @@ from dltui.bench.ranks import (
 from dltui.bench.shapes import AllReduceCase
 from dltui.plans.formulas import allreduce_busbw, gbps, median, spread
 from dltui.plans.names import MULTICAST_OFF
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.messages import ClusterRole, KernelPlan, KernelResult
 
 DEFAULT_ITERATIONS = 1000
 """DeepBench repeats each size 1,000 to 10,000 times; `max_seconds` usually ends the loop first."""
@@ -71,7 +73,7 @@ class AllReduceJob:
 def run_allreduce(
     plan: KernelPlan,
     cases: list[AllReduceCase],
-    on_result: OnResult,
+    on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
 ) -> None:
@@ -99,37 +101,57 @@ def run_allreduce(
         plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
     )  # fmt: skip
+    placement = _placement(plan, device, ranks) if role is None and problem is None else None
+    if placement is not None:
+        on_result = placement.mark(on_result)
     if problem is not None:
         for case in cases:
             on_result(allreduce_result(job, case, device, ranks, error=problem))
         return
+    with local_rendezvous() as here:
+        commands = _rank_commands(plan, job, role, ranks, here)
+        silence_s = job.timeout_s + STARTUP_S
+        labels = [case.label for case in cases]
+        reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
+        env = placement.env if placement is not None else None
+        measured, failure = supervise(
+            commands, labels, silence_s, reports, on_result, on_progress, should_stop,
+            KernelResult, env,
+        )  # fmt: skip
+    if failure is not None:
+        for case in cases[measured:]:
+            on_result(allreduce_result(job, case, device, ranks, error=failure))
+
+
+def _rank_commands(
+    plan: KernelPlan, job: AllReduceJob, role: ClusterRole | None, ranks: int, here: str
+) -> list[list[str]]:
+    """The rank processes of this server; `here` is where they meet when the run is this
+    server's alone."""
     if plan.framework == "tensorflow" and role is not None:  # one TF worker of several
         workers = json.dumps(role.peers)
-        commands = [_command(job, "--tf-workers", workers, "--tf-task", str(role.rank_offset))]
-    elif plan.framework == "tensorflow":
-        commands = [_command(job)]
-    elif role is not None:  # one server of several: global ranks, the client's rendezvous
+        return [_command(job, "--tf-workers", workers, "--tf-task", str(role.rank_offset))]
+    if plan.framework == "tensorflow":
+        return [_command(job)]
+    if role is not None:  # one server of several: global ranks, the client's rendezvous
         master = f"{role.master_addr}:{role.master_port}"
-        commands = [
+        return [
             _command(job, "--rank", str(role.rank_offset + local), "--world", str(role.world),
                      "--master", master, "--local-rank", str(local))
             for local in range(role.local_ranks)
         ]  # fmt: skip
-    else:
-        master = f"127.0.0.1:{free_port()}"
-        commands = [
-            _command(job, "--rank", str(rank), "--world", str(ranks), "--master", master)
-            for rank in range(ranks)
-        ]
-    silence_s = job.timeout_s + STARTUP_S
-    labels = [case.label for case in cases]
-    reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
-    measured, failure = supervise(
-        commands, labels, silence_s, reports, on_result, on_progress, should_stop
-    )
-    if failure is not None:
-        for case in cases[measured:]:
-            on_result(allreduce_result(job, case, device, ranks, error=failure))
+    return [
+        _command(job, "--rank", str(rank), "--world", str(ranks), "--master", here)
+        for rank in range(ranks)
+    ]
+
+
+def _placement(plan: KernelPlan, device: str, ranks: int) -> Placement | None:
+    """The GPUs the topology joins best for these ranks (torch: one a rank; TensorFlow: its
+    replicas); None on CPUs."""
+    if device == "cpu" or (plan.framework == "torch" and device != "cuda"):
+        return None
+    return place(ranks)
 
 
 class _LayoutError(Exception):
@@ -222,15 +244,14 @@ def wall_times(step: Callable[[], object], count: int) -> list[float]:
 def allreduce_rank(
     rank: int,
     world: int,
-    master_addr: str,
-    master_port: int,
+    master: str,
     job: AllReduceJob,
     on_result: OnResult,
     should_stop: ShouldStop,
     local_rank: int | None = None,
 ) -> None:
     """One torch.distributed rank; rank 0 reports. A multi-server run starts one per GPU, with
-    rank 0's address as rendezvous and `local_rank` the GPU's index on its host.
+    rank 0's address as rendezvous (`master`) and `local_rank` the GPU's index on its host.
 
     Each size: one all-reduce of rank+1 checked against the exact sum, warm-up, then timed
     iterations (CUDA events on GPUs; on CPU, Gloo's all_reduce returns when done). A collective
@@ -245,7 +266,7 @@ def allreduce_rank(
         torch.cuda.set_device(rank if local_rank is None else local_rank)
     device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
     sync = torch.cuda.synchronize if on_gpu else lambda: None
-    join_process_group(device, f"{master_addr}:{master_port}", rank, world, job.timeout_s)
+    join_process_group(device, master, rank, world, job.timeout_s)
 
     def slowest(values: list[float]) -> list[float]:
         maxima = torch.tensor(values, dtype=torch.float64, device=device)
@@ -299,9 +320,8 @@ def main(argv: list[str] | None = None) -> int:
 
             tensorflow_allreduce(job, report.result, stdin_closed, args.tf_workers, args.tf_task)
         else:
-            host, port = args.master.rsplit(":", 1)
-            allreduce_rank(args.rank, args.world, host, int(port), job, report.result,
-                           stdin_closed, args.local_rank)  # fmt: skip
+            allreduce_rank(args.rank, args.world, args.master, job, report.result, stdin_closed,
+                           args.local_rank)  # fmt: skip
 
     return run_rank(report, work)
 

@@ -7,9 +7,11 @@ their framework at call time, in the worker's rank processes only.
 
 from __future__ import annotations
 
+from dltui.plans.sizing import CPU_BATCH
+
 TF_CNN_BATCH = {"resnet50": 64, "vgg16": 64, "googlenet": 32, "alexnet": 512}
-"""tf_cnn_benchmarks' default batch per GPU: comparable with its published figures, and small
-enough for a CPU run."""
+"""tf_cnn_benchmarks' default batch per GPU: comparable with its published figures, and the
+least a GPU gets."""
 
 GPU_BATCH = {"resnet50": 1024, "vgg16": 256, "googlenet": 1024, "alexnet": 2048}
 """The default batch per GPU on an H200 (141 GB): the fastest measured, bf16 and compiled
@@ -21,11 +23,12 @@ MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67}
 
 
 def default_batch(model: str, gpu_memory: int | None) -> int:
-    """tf_cnn_benchmarks' batch on a CPU (gpu_memory None); on a GPU the H200's, halved until
-    it fits the GPU's share of memory, but never below tf_cnn_benchmarks'."""
-    floor = TF_CNN_BATCH[model]
+    """A CPU's batch on a CPU (gpu_memory None: a step of a second or two); on a GPU the
+    H200's, halved until it fits the GPU's share of memory, but never below
+    tf_cnn_benchmarks'."""
     if gpu_memory is None:
-        return floor
+        return CPU_BATCH[model]
+    floor = TF_CNN_BATCH[model]
     batch = GPU_BATCH[model]
     while batch > floor and batch * H200_MEMORY > GPU_BATCH[model] * gpu_memory:
         batch //= 2

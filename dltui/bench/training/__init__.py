@@ -4,6 +4,8 @@ PyTorch runs one process per GPU (DDP over NCCL; Gloo between CPU processes), Te
 process per server (MirroredStrategy over its GPUs; MultiWorkerMirroredStrategy across
 servers). The processes are `python -m dltui.bench.training.rank`, started and watched by
 bench/ranks.py, so a crash or an out-of-memory error fails that run and the next one goes on.
+A run on some of a server's GPUs uses those the topology joins best (bench/placement.py), and
+its result says which.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import sys
 from dataclasses import asdict, dataclass, replace
 
 from dltui.bench.models import MIN_IMAGE
-from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, free_port, supervise
+from dltui.bench.placement import Placement, place
+from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, local_rendezvous, supervise
 from dltui.bench.reference import published_training
 from dltui.plans.check import PlanError
 from dltui.plans.names import CPU_RANKS
@@ -83,27 +86,41 @@ def run_models(
             on_result(_failed(_job(plan, model, 1), str(exc), gpus))
             continue
         step_labels = [label(job)]
+        placement = _placement(plan, job)
+        emit = placement.mark(on_result) if placement is not None else on_result
 
         def progress(_done: int, _total: int, text: str, fraction: float | None = None,
                      done: int = done) -> None:  # fmt: skip
             on_progress(done, len(runs), text, fraction)
 
-        def reported(result: object, job: TrainJob = job) -> None:
-            assert isinstance(result, ModelResult)
-            on_result(_with_reference(result))
+        def reported(result: ModelResult, emit: OnResult = emit) -> None:
+            emit(_with_reference(result))
 
-        commands, reports = _commands(plan, job)
-        measured, failure = supervise(
-            commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
-            should_stop, ModelResult,
-        )  # fmt: skip
+        with local_rendezvous() as here:
+            commands, reports = _commands(plan, job, here)
+            measured, failure = supervise(
+                commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
+                should_stop, ModelResult, placement.env if placement is not None else None,
+            )  # fmt: skip
         if failure is not None and plan.cluster is not None:
             # One part of a run across servers: fail the job, so the client stops the others
             # and names this server.
             raise RuntimeError(failure)
         if failure is not None and measured == 0:
-            on_result(_failed(job, failure, job.replicas))
+            emit(_failed(job, failure, job.replicas))
     on_progress(len(runs), len(runs), "done")
+
+
+def _placement(plan: ModelPlan, job: TrainJob) -> Placement | None:
+    """Where a scale-up run's ranks go; None across servers (every GPU, in order) and on CPUs."""
+    if plan.cluster is not None or plan.device == "cpu":
+        return None
+    if plan.framework == "torch":
+        import torch
+
+        if not torch.cuda.device_count():
+            return None
+    return place(job.replicas)
 
 
 def _job(plan: ModelPlan, model: str, gpus: int) -> TrainJob:
@@ -139,8 +156,9 @@ def _torch_replicas(device: str, gpus: int) -> int:
     return gpus or available
 
 
-def _commands(plan: ModelPlan, job: TrainJob) -> tuple[list[list[str]], bool]:
-    """The rank processes of this server, and whether global rank 0 (which reports) is here."""
+def _commands(plan: ModelPlan, job: TrainJob, here: str) -> tuple[list[list[str]], bool]:
+    """The rank processes of this server, and whether global rank 0 (which reports) is here;
+    `here` is where they meet when the run is this server's alone."""
     role = plan.cluster
     base = [sys.executable, "-m", "dltui.bench.training.rank", "--job", json.dumps(asdict(job))]
     if plan.framework == "tensorflow":
@@ -149,7 +167,7 @@ def _commands(plan: ModelPlan, job: TrainJob) -> tuple[list[list[str]], bool]:
         cluster = ["--tf-workers", json.dumps(role.peers), "--tf-task", str(role.rank_offset)]
         return [base + cluster], role.rank_offset == 0
     if role is None:
-        master = f"127.0.0.1:{free_port()}"
+        master = here
         ranks = [(rank, rank) for rank in range(job.replicas)]
         reports = True
     else:

@@ -61,7 +61,8 @@ def load(folder: str, size: int, holdout: float) -> ImageSet:
     sets: dict[bool, tuple[list[Any], list[int]]] = {False: ([], []), True: ([], [])}
     for path, label in files:
         with Image.open(path) as image:
-            pixels = np.asarray(image.convert("RGB").resize((size, size), Image.BILINEAR))
+            resized = image.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+            pixels = np.asarray(resized)
         images, labels = sets[held_out(str(path.relative_to(root)), holdout)]
         images.append(pixels)
         labels.append(label)

@@ -21,14 +21,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> None:
         if job.framework == "tensorflow":
-            from dltui.bench.training.tf_train import train
+            from dltui.bench.training import tf_train
 
-            train(job, report, stdin_closed, args.tf_workers, args.tf_task)
+            tf_train.train(job, report, stdin_closed, args.tf_workers, args.tf_task)
         else:
-            from dltui.bench.training.torch_train import train
+            from dltui.bench.training import torch_train
 
             local = args.rank if args.local_rank is None else args.local_rank
-            train(job, report, stdin_closed, args.rank, args.world, args.master, local)
+            torch_train.train(job, report, stdin_closed, args.rank, args.world, args.master, local)
 
     return run_rank(report, work)
 

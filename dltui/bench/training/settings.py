@@ -8,6 +8,7 @@ definition), its spread is 1.4826 × the MAD of the per-step rates (tf_cnn_bench
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dltui.bench.models import default_batch
 from dltui.bench.training import TrainJob
@@ -91,7 +92,7 @@ def accuracy_result(
 
 def _what_ran(
     job: TrainJob, settings: Settings, framework: str, device: str, replicas: int, size: int
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The fields every training result has: the run's model, place and settings."""
     return {
         "model": job.model, "framework": framework, "device": device,

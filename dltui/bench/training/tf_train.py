@@ -204,7 +204,7 @@ def _gpu_memory() -> int | None:
     gateway = NvmlGateway()
     gateway.open()
     try:
-        gpus = gateway.gpus()
+        gpus = gateway.gpus
         return gpus[0].memory_total if gpus and gpus[0].memory_total else None
     finally:
         gateway.close()

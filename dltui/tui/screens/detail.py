@@ -3,7 +3,6 @@ throttle reasons in sentences and its processes, and each benchmark case's telem
 
 from __future__ import annotations
 
-import time
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -14,12 +13,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from dltui.fleet.state import Fleet, ServerView
+from dltui.tui.view import MonitorView
+from dltui.tui.widgets.event_list import EventList
 from dltui.tui.widgets.gpu_detail import GpuDetail
 from dltui.tui.widgets.host_panel import HostPanel
 from dltui.tui.widgets.job_panel import JobPanel
+from dltui.tui.widgets.mig_panel import MigPanel, has_mig
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.phase_table import PhaseTable
-from dltui.tui.widgets.server_header import gpu_summary, link_quality, link_state
+from dltui.tui.widgets.process_groups import ProcessGroups
+from dltui.tui.widgets.server_header import gpu_summary, link_state
 
 REDRAW_S = 0.25
 GPU_MIN_WIDTH = 60
@@ -39,9 +42,8 @@ class ServerInfo(FleetPanel):
         server = self.server
         lines = [Content.assemble((server.name, "bold $text-accent"), ("  " + server.source,
                                   "$text-muted"))]  # fmt: skip
-        lines += gpu_summary(server.inventory)
-        lines += link_state(server, time.time())
-        lines.append(link_quality(server))
+        lines.append(gpu_summary(server.inventory))
+        lines += link_state(server, self.view.timebase)
         inventory = server.inventory
         if inventory is not None:
             cpu = f"{inventory.cpu_model} × {inventory.cpu_count}, "
@@ -61,6 +63,8 @@ class DetailScreen(Screen[None]):
         Binding("escape,d", "app.pop_screen", "Back"),
         Binding("left", "step(-1)", "Previous server"),
         Binding("right", "step(1)", "Next server"),
+        Binding("w", "window", "Window"),
+        Binding("p", "phases", "Phases"),
     ]
 
     DEFAULT_CSS = """
@@ -82,20 +86,28 @@ class DetailScreen(Screen[None]):
     }
     """
 
-    def __init__(self, server: ServerView, fleet: Fleet) -> None:
+    def __init__(self, server: ServerView, fleet: Fleet, view: MonitorView) -> None:
         super().__init__()
         self.server = server
         self.fleet = fleet
+        self.view = view
         self.panels: list[FleetPanel] = []
+        self.owners: list[FleetPanel] = [ProcessGroups(server, view), EventList(server, view)]
+        """Whose work is on the GPUs, and the health events (issue #14)."""
+        if has_mig(server):
+            self.owners.append(MigPanel(server, view))
 
     def compose(self) -> ComposeResult:
-        server = self.server
-        info = ServerInfo(server)
-        self.panels = [info, JobPanel(server), HostPanel(server)]
+        server, view = self.server, self.view
+        info = ServerInfo(server, view)
+        host = HostPanel(server, view)
+        host.add_class("-panel")
+        host.styles.height = 9
+        self.panels = [info, JobPanel(server, view), host]
         inventory = server.inventory
         indices = sorted({gpu.index for gpu in inventory.gpus} if inventory else set()
                          | server.gpus.keys())  # fmt: skip
-        gpus = [GpuDetail(server, index) for index in indices]
+        gpus = [GpuDetail(server, view, index) for index in indices]
         self.panels += gpus
         yield Header()
         with VerticalScroll():
@@ -103,6 +115,7 @@ class DetailScreen(Screen[None]):
             yield self.panels[1]
             yield self.panels[2]
             yield Grid(*gpus, id="gpus")
+            yield from self.owners
             yield Static("Benchmark cases on this server, with the telemetry while each ran",
                          classes="heading")  # fmt: skip
             yield PhaseTable(self.fleet, server.source)
@@ -120,8 +133,8 @@ class DetailScreen(Screen[None]):
         )
 
     def redraw(self) -> None:
-        version = self.fleet.version
-        for panel in self.panels:
+        version = (self.fleet.version, self.view.version)
+        for panel in (*self.panels, *self.owners):
             panel.sync(version)
         self.panels[1].set_class(self.server.latest_job is not None, "-shown")
         self.query_one(PhaseTable).refresh_rows()
@@ -130,4 +143,13 @@ class DetailScreen(Screen[None]):
         servers = list(self.fleet.servers.values())
         index = servers.index(self.server) if self.server in servers else 0
         server = servers[(index + direction) % len(servers)]
-        self.app.switch_screen(DetailScreen(server, self.fleet))
+        self.app.switch_screen(DetailScreen(server, self.fleet, self.view))
+
+    def action_window(self) -> None:
+        self.view.next_window()
+
+    def action_phases(self) -> None:
+        """Focus the table of this server's benchmark cases (← → move a column)."""
+        table = self.query_one(PhaseTable)
+        table.scroll_visible(animate=False)
+        table.focus()

@@ -1,60 +1,104 @@
-"""The `?` screen: the keys, and what each line of a column measures and where it comes from."""
+"""The `?` screen: the keys, and what each line of a column measures and where it comes from.
+
+Each entry is a term and its words; the words wrap under themselves at any width (80×24
+included), never cutting a word.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-HELP = """\
-[b]Keys[/b]
-  [b]b[/b]         run a benchmark: choose servers, a plan, framework, precision;
-            [b]s[/b] starts, a bar per server shows how far it is, [b]x[/b] cancels
-  [b]v[/b]         results side by side: a column per server, a row per benchmark;
-            [b]b[/b] baseline, [b]m[/b] metric (throughput, per watt, scaling efficiency),
-            [b]s[/b] sort by the cursor's column, [b]e[/b] export CSV/JSON, [b]p[/b] phases
-  [b]d[/b]         the server under the focus in detail (or click its header): every GPU,
-            its processes, throttle reasons in words, telemetry per benchmark case
-  [b]/[/b]         filter servers by name      [b]t[/b] light or dark theme
-  [b]q[/b]         quit (stops the connections; a local agent exits)
-  [b]?[/b]         this help; [b]escape[/b] or [b]?[/b] closes it
-  [b]ctrl+p[/b]    command palette (every theme, keys, screenshot)
-  ← →       one server left, right; home, end: first, last
-  tab ↑ ↓   focus a column, scroll its GPUs
-  [b]r[/b]         record every frame to dltui-DATE-TIME.dlrec here; [b]r[/b] again stops
-  replays:  [b]space[/b] play/pause, [b]+ -[/b] speed, [b]\\[ ][/b] ∓10 s, [b]0-9[/b] jump,
-            [b]g[/b] a time you type (1:23:45, 90s, 50%), [b]n[/b] the next benchmark case
+Section = tuple[str, tuple[tuple[str, str], ...]]
 
-[b]Comparing two servers[/b]
-  dltui gpu-01:7070 gpu-02:7070, then [b]b[/b], keep both chosen, pick a plan, [b]s[/b];
-  when it is done, [b]v[/b]: each server a column, each ratio against the baseline
+HELP: tuple[Section, ...] = (
+    ("Keys", (
+        ("b", "run a benchmark: choose servers, a plan, framework, precision; s starts, a bar "
+              "per server shows how far it is, x cancels"),
+        ("v", "results side by side: a column per server, a row per benchmark; b baseline, m "
+              "metric (throughput, per watt, scaling efficiency), s sort by the cursor's column "
+              "(within each unit), e export CSV/JSON, p phases"),
+        ("d, enter", "the focused server in detail (or click its header): every GPU, its "
+                     "processes, throttle reasons in words, telemetry per benchmark case; its "
+                     "processes by owner (job, container, user), health events, MIG instances"),
+        ("e", "every server's health events and alerts, newest first"),
+        ("T", "how the focused server is wired: GPU↔GPU links (NVLink, PCIe switch, host "
+              "bridge, across sockets), NUMA and NIC placement, and what its copies measured "
+              "over each link (T in the results: every server's)"),
+        ("o", "overlay: one chart per metric, a line per server, and each server's difference "
+              "from a baseline (b picks it)"),
+        ("w", "the charts' window: 1 min, 10 min, 1 h"),
+        ("c", "compact (a line per GPU) or panels (charts per GPU); small screens start compact"),
+        (":", "a command: bench quick, record, filter gpu-0, window 10m, overlay, help …"),
+        ("/", "filter servers by name"),
+        ("t", "light or dark theme"),
+        ("r", "record every frame to dltui-DATE-TIME.dlrec here; r again stops"),
+        ("q", "quit (stops the connections; a local agent exits)"),
+        ("?", "this help; escape or ? closes it"),
+        ("ctrl+p", "command palette: every action above, every theme, screenshot"),
+        ("← →", "one server left, right; home, end: first, last"),
+        ("tab", "focus the next server (its header lights up); ↑ ↓ scroll it"),
+        ("replays", "space play/pause, + - speed, [ ] ∓10 s, 0-9 jump, g a time you type "
+                    "(1:23:45, 90s, 50%), n the next benchmark case"),
+    )),
+    ("Comparing two servers", (
+        ("", "dltui gpu-01:7070 gpu-02:7070, then b, keep both chosen, pick a plan, s; when it "
+             "is done, v: each server a column, each ratio against the baseline"),
+    )),
+    ("Header", (
+        ("", "hostname, GPU model × count, link state (live, connecting, offline since…, auth "
+             "failed; a replay says so), rtt round trip of a ping, offset agent clock minus this "
+             "clock, dropped samples the agent dropped because this client read too slowly; "
+             "busy: someone else's work on its GPUs, or ⚠ its worst health condition"),
+        ("as of", "an offline server keeps its last values, greyed, measured at that time"),
+    )),
+    ("Host", (
+        ("cpu", "all cores, one block per core under it"),
+        ("mem", "used/total; load 1 min; net ↓ receive ↑ transmit; disk read, write"),
+    )),
+    ("GPU (NVML; a field no GPU reports is left out)", (
+        ("util", "time a kernel was running (not how much of the GPU it used)"),
+        ("mem", "memory used, against the GPU's memory"),
+        ("power", "draw, against the power limit"),
+        ("temp", "GPU temperature, against 100 °C"),
+        ("sm clk", "SM clock, against the GPU's maximum (2 GHz where the agent does not say)"),
+        ("tensor", "tensor cores active (GPM, Hopper and later)"),
+        ("pci", "PCIe transmit/receive, against what the link carries each way"),
+        ("nvl", "NVLink transmit/receive, against all active links together"),
+        ("throttle", "why the clocks are held down, in words (a panel's title)"),
+    )),
+    ("Charts", (
+        ("", "newest at the right, each point the peak of its stretch of time; a gap is the "
+             "link down; a shaded band is a benchmark case (brighter where it starts). The "
+             "y-axis is the field's physical range where it has one, else a round number "
+             "above what it reached. Σ: summed over the server's GPUs."),
+    )),
+)  # fmt: skip
 
-[b]Header[/b]
-  hostname, GPU model × count, link state (live, connecting, offline since…, auth failed),
-  [b]rtt[/b] round trip of a ping, [b]offset[/b] agent clock minus this clock,
-  [b]dropped[/b] samples the agent dropped because this client read too slowly
 
-[b]Host[/b]
-  [b]cpu[/b] all cores, one block per core under it; [b]mem[/b] used/total;
-  [b]load[/b] 1, 5, 15 min; [b]net[/b] ↓ receive ↑ transmit; [b]disk[/b] read, write
+TERM_WIDTH = 8
 
-[b]GPU[/b] (NVML; a line the GPU does not support is not shown)
-  [b]util[/b]    time a kernel was running (not how much of the GPU it used)
-  [b]mem[/b]     memory used/total          [b]power[/b]   draw/limit
-  [b]temp[/b]    GPU temperature            [b]sm clk[/b]  SM clock
-  [b]pci[/b]     PCIe transmit/receive      [b]nvl[/b]     NVLink transmit/receive
-  [b]tensor[/b]  tensor cores active (GPM, Hopper and later)
-  [b]throttle[/b] why the clocks are held down, in words
-  dimmed lines: fields whose read failed this tick, with NVML's reason
 
-Sparklines: newest at the right, one cell a half second (its peak); a gap is the link down;
-a shaded band is a benchmark case running (brighter where it starts).
-Percentages are scaled 0–100, the rest 0 to the field's limit or the largest value shown.\
-"""
+def help_text() -> Group:
+    """Every section: a heading, then each term with its words wrapped beside it."""
+    parts: list[Text | Table] = []
+    for index, (heading, entries) in enumerate(HELP):
+        parts.append(Text(("\n" if index else "") + heading, style="bold underline"))
+        table = Table.grid(padding=(0, 2))
+        table.add_column(no_wrap=True, style="bold", width=TERM_WIDTH)
+        table.add_column(ratio=1)
+        for term, words in entries:
+            table.add_row(term, words)
+        parts.append(table)
+    return Group(*parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -66,11 +110,8 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen {
         & > .dialog {
-            width: auto;
-            max-width: 100%;
-        }
-        & Static {
-            width: auto;
+            width: 100%;
+            max-width: 110;
         }
     }
     """
@@ -79,4 +120,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog") as body:
             body.border_title = "dltui help"
-            yield Static(HELP)
+            yield Static(help_text())

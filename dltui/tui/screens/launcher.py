@@ -29,7 +29,8 @@ from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
 from dltui.plans.check import PlanError
 from dltui.plans.names import FRAMEWORKS, PRECISIONS
-from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch
+from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch, size_lines
+from dltui.tui.widgets.busy_note import BusyNote
 
 
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -44,10 +45,49 @@ class Start:
     sources: list[str]
 
 
+class ServerChoice(SelectionList[str]):
+    """The live servers, each saying in words whether it is chosen (not by colour alone)."""
+
+    def __init__(self, names: dict[str, str], live: list[str]) -> None:
+        self.names = names
+        super().__init__(*((self.prompt(source, True), source, True) for source in live),
+                         id="servers")  # fmt: skip
+
+    def prompt(self, source: str, chosen: bool) -> Content:
+        mark = (
+            Content.styled("✓ chosen", "bold $text-success")
+            if chosen
+            else Content.styled("✗ not chosen", "$text-muted")
+        )
+        return Content(f"{self.names.get(source, source)}  ") + mark
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        chosen = set(self.selected)
+        for index in range(self.option_count):
+            source = self.get_option_at_index(index).value
+            self.replace_option_prompt_at_index(index, self.prompt(source, source in chosen))
+
+
+class PlanButton(RadioButton):
+    """A plan: the chosen one shows its dot, the others none (not a colour alone)."""
+
+    def __init__(self, label: str, value: bool, name: str) -> None:
+        super().__init__(label, value=value, name=name)
+        self._mark()
+
+    def watch_value(self) -> None:
+        super().watch_value()
+        self._mark()
+
+    def _mark(self) -> None:
+        self.BUTTON_INNER = "●" if self.value else " "
+
+
 class LauncherScreen(ModalScreen[Start | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "Close"),
         Binding("s", "start", "Start"),
+        Binding("x", "cancel", "Cancel"),
     ]
 
     DEFAULT_CSS = """
@@ -73,7 +113,7 @@ class LauncherScreen(ModalScreen[Start | None]):
             }
         }
         & #servers-box {
-            width: 30;
+            width: 36;
             height: auto;
             margin-right: 1;
         }
@@ -103,6 +143,9 @@ class LauncherScreen(ModalScreen[Start | None]):
             color: $text-muted;
             height: auto;
         }
+        & #estimate {
+            height: auto;
+        }
         & #plan-file {
             margin-top: 0;
         }
@@ -129,17 +172,15 @@ class LauncherScreen(ModalScreen[Start | None]):
             with Vertical(id="form"):
                 with Horizontal(id="choose"):
                     with Vertical(id="servers-box"):
-                        yield Label("Servers (space: choose)", classes="heading")
-                        yield SelectionList[str](
-                            *((names[source], source, True) for source in live), id="servers"
-                        )
+                        yield Label("Servers (space: choose or not)", classes="heading")
+                        yield ServerChoice(names, live)
                         if not live:
                             yield Static("no live server yet", classes="heading")
                     with Vertical(id="plans-box"):
                         yield Label("Plan", classes="heading")
                         with RadioSet(id="plans"):
                             for index, builtin in enumerate(BUILTINS):
-                                yield RadioButton(builtin.title, value=index == 0, name=builtin.key)
+                                yield PlanButton(builtin.title, value=index == 0, name=builtin.key)
                         yield Input(placeholder="plan file, e.g. nightly.toml", id="plan-file",
                                     compact=True)  # fmt: skip
                 with Horizontal(id="options"):
@@ -152,7 +193,9 @@ class LauncherScreen(ModalScreen[Start | None]):
                     yield Label("Device")
                     yield Select(_options((AUTO, "cuda", "cpu")), value=AUTO, allow_blank=False,
                                  compact=True, id="device")  # fmt: skip
-                yield Static(BUILTINS[0].words, id="about")
+                yield Static(Content(BUILTINS[0].words), id="about")
+                yield Static("", id="estimate")
+                yield BusyNote(self.fleet)
             yield Static("", id="status")
             yield Footer()
 
@@ -167,9 +210,35 @@ class LauncherScreen(ModalScreen[Start | None]):
             plan_file=self.query_one("#plan-file", Input).value,
         )
 
+    def on_mount(self) -> None:
+        self._estimate()
+
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
         builtin = next(b for b in BUILTINS if b.key == event.pressed.name)
-        self.query_one("#about", Static).update(builtin.words)
+        self.query_one("#about", Static).update(Content(builtin.words))
+        self._estimate()
+
+    def on_select_changed(self) -> None:
+        self._estimate()
+
+    def on_selection_list_selected_changed(self) -> None:
+        self._estimate()
+
+    def _estimate(self) -> None:
+        """How big the chosen plan is on each chosen server, and about how long it takes."""
+        names = server_names(self.fleet)
+        sources = list(self.query_one("#servers", SelectionList).selected)
+        inventories = {names.get(source, source): self.fleet.servers[source].inventory
+                       for source in sources}  # fmt: skip
+        known = {name: inventory for name, inventory in inventories.items() if inventory}
+        words = ""
+        if self.choice().plan != "file" or self.choice().plan_file:
+            try:
+                launch = make_launch(self.choice(), list(known.values()))
+                words = "\n".join(size_lines(launch, known))
+            except PlanError:
+                words = ""
+        self.query_one("#estimate", Static).update(Content.styled(words, "$text-accent"))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Typing a plan file name means the plan file."""
@@ -182,6 +251,11 @@ class LauncherScreen(ModalScreen[Start | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.action_start()
 
+    async def action_cancel(self) -> None:
+        """x: close without starting, and cancel a run that is going (as x does everywhere)."""
+        self.dismiss(None)
+        await self.app.run_action("cancel_run")
+
     def action_start(self) -> None:
         sources = list(self.query_one("#servers", SelectionList).selected)
         inventories = [self.fleet.servers[source].inventory for source in sources]
@@ -191,4 +265,4 @@ class LauncherScreen(ModalScreen[Start | None]):
             # The form keeps every choice: fix one and start again.
             self.query_one("#status", Static).update(Content.styled(str(exc), "$text-error"))
             return
-        self.dismiss(Start(launch, sources))
+        self.dismiss(Start(self.query_one(BusyNote).forced(launch), sources))

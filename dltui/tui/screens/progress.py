@@ -17,6 +17,7 @@ from textual.widgets import Footer, Label, ProgressBar, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
+from dltui.formatting import left_words
 from dltui.tui.run import BenchmarkRun
 
 Next = Literal["results", "new"]
@@ -109,6 +110,8 @@ class ProgressScreen(ModalScreen[Next | None]):
             bar.update(progress=server.fraction)
             style = DONE_STYLES.get(server.state, "$text-muted")
             words = server.label if server.state == "running" else server.state
+            if server.state == "running" and server.remaining is not None:
+                words = f"{left_words(server.remaining)} · {words}"
             what.update(Content.styled(words, style))
         status = Content.styled(run.words(), DONE_STYLES.get(run.state, ""))
         if run.failures:

@@ -1,6 +1,7 @@
 """The results view (`v`): a row per benchmark, a column per server, each cell the figure and
 its ratio to a chosen baseline; and, on its second tab, every phase with the telemetry that
-explains it (utilization, tensor activity, power, PCIe and NVLink while the case ran).
+explains it (utilization, tensor activity, power, PCIe and NVLink while the case ran); on its
+third (`T`), each server's wiring beside what it measured over it.
 
 `b` picks the baseline (the published reference, or a column), `m` the metric (throughput,
 per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown.
@@ -13,6 +14,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
@@ -31,6 +33,7 @@ from dltui.fleet.state import Fleet
 from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
+from dltui.tui.screens.topology import WiringSummary
 from dltui.tui.widgets.phase_table import PhaseTable
 
 REFRESH_S = 1.0
@@ -86,12 +89,13 @@ class ResultsScreen(Screen[None]):
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
         Binding("c", "tab('compare')", "Compare", show=False),
+        Binding("T", "tab('topology')", "Topology", show=False),
     ]
 
     DEFAULT_CSS = """
     ResultsScreen {
         & #settings {
-            height: 1;
+            height: auto;
             padding: 0 1;
             background: $boost;
             color: $text-muted;
@@ -113,16 +117,17 @@ class ResultsScreen(Screen[None]):
     """The column the rows are sorted by (None: in the order they ran), and whether the
     largest comes first."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, tab: str = "compare") -> None:
         super().__init__()
         self.fleet = fleet
+        self.tab = tab
         self.comparison = Comparison([], [])
         self._drawn: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="settings")
-        with TabbedContent(initial="compare"):
+        with TabbedContent(initial=self.tab):
             with TabPane("Compare", id="compare"):
                 yield Static(
                     "No results yet. Press b on the main screen to run a benchmark.", id="empty"
@@ -130,12 +135,15 @@ class ResultsScreen(Screen[None]):
                 yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
             with TabPane("Phases (telemetry per case)", id="phases"):
                 yield PhaseTable(self.fleet)
+            with TabPane("Topology", id="topology"):
+                yield WiringSummary(self.fleet)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = "results"
         self.refresh_table()
-        self.query_one("#table", DataTable).focus()  # arrows move between cells, not tabs
+        # Arrows move between cells, not tabs.
+        self.query_one("#table" if self.tab == "compare" else "PhaseTable").focus()
         self.set_interval(REFRESH_S, self.refresh_table)
 
     def watch_baseline(self) -> None:
@@ -160,8 +168,11 @@ class ResultsScreen(Screen[None]):
 
     def _view(self) -> tuple[object, ...]:
         """What the table shows: the results, the phases, and how they are shown."""
-        counts = sum(len(j.results) + len(j.model_results)
-                     for s in self.fleet.servers.values() for j in s.jobs.values())  # fmt: skip
+        counts = sum(
+            len(j.results) + len(j.model_results)
+            for s in self.fleet.servers.values()
+            for j in s.jobs.values()
+        )
         return (counts, len(self.fleet.phases.phases), self.baseline, self.metric, self.sort)
 
     def _draw(self, comparison: Comparison) -> None:
@@ -172,21 +183,35 @@ class ResultsScreen(Screen[None]):
         table.clear(columns=True)
         sort_column, descending = self.sort
         arrow = " ▼" if descending else " ▲"
-        table.add_column("benchmark" + (arrow if sort_column is None else ""), key="")
+        first = "benchmark" + (" (last run first)" if descending and sort_column is None else "")
+        table.add_column(first, key="")
         for column in comparison.columns:
             mark = "◆ " if column == self.baseline else ""
             sort = arrow if column == sort_column else ""
             table.add_column(f"{mark}{column}{sort}", key=column)
         rows = comparison.sorted_rows(sort_column, self.metric, descending)
         for row in rows:
-            cells = [cell_text(row, column, self.baseline, self.metric)
-                     for column in comparison.columns]  # fmt: skip
+            cells = [
+                cell_text(row, column, self.baseline, self.metric) for column in comparison.columns
+            ]
             table.add_row(Text(row.label), *cells)
         if rows:
             table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
         base = "the published figure" if self.baseline == REFERENCE else self.baseline
-        settings = (f"[b]{METRIC_WORDS[self.metric]}[/b] (m), ratio to [b]{base}[/b] (b) · "
-                    "s sort by the cursor's column · e export")  # fmt: skip
+        if sort_column is None:
+            order = "in the order they ran"
+        else:
+            order = (
+                f"by {sort_column}, {'largest' if descending else 'smallest'} first in each unit"
+            )
+        settings = Content.assemble(
+            (METRIC_WORDS[self.metric], "bold"),
+            " (m), ratio to ",
+            (base, "bold"),
+            " (b) · ",
+            (order, "bold"),
+            " (s sorts by the cursor's column) · e export",
+        )
         self.query_one("#settings", Static).update(settings)
 
     def action_baseline(self) -> None:
@@ -215,4 +240,7 @@ class ResultsScreen(Screen[None]):
         self.app.push_screen(ExportScreen(self.comparison, self.baseline))
 
     def action_tab(self, tab: str) -> None:
+        """Show a tab and put the focus in it (← → move a column in the tables)."""
         self.query_one(TabbedContent).active = tab
+        focus = {"compare": "#table", "phases": "PhaseTable", "topology": "WiringSummary"}
+        self.query_one(focus[tab]).focus()

@@ -8,11 +8,11 @@ from textual.content import Content
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
 from dltui.protocol.fields import throttle_words
-from dltui.tui.widgets.gpu_panel import GpuPanel, meters
-from dltui.tui.widgets.panel import LABEL_WIDTH, banded, chart_marks
-from dltui.tui.widgets.spark import cells, chart, scale_top
+from dltui.tui.charts import GPU_CHARTS, gpu_info, present
+from dltui.tui.widgets.gpu_panel import GpuPanel, chart_rows
 
 CHART_ROWS = 3
+"""Rows of each chart on the detail screen (it scrolls)."""
 
 THROTTLE_EXPLAINED = {
     "idle": "nothing runs, so the clocks rest (normal when idle)",
@@ -60,17 +60,19 @@ def process_lines(server: ServerView, index: int) -> list[Content]:
 
 
 class GpuDetail(GpuPanel):
-    """A GPU panel with charts CHART_ROWS tall, throttle reasons explained and processes."""
+    """A GPU panel with every chart CHART_ROWS tall, throttle reasons explained, its processes
+    and the fields whose read failed, with NVML's reason."""
 
     DEFAULT_CSS = """
     GpuDetail {
         width: 1fr;
         min-width: 50;
+        height: auto;
     }
     """
 
     def title(self) -> str:
-        info = self._info()
+        info = gpu_info(self.server, self.index)
         title = super().title()
         if info is None:
             return title
@@ -89,23 +91,9 @@ class GpuDetail(GpuPanel):
         gpu = self.server.gpus.get(self.index)
         if gpu is None or gpu.state == "lost":
             return super().lines(width)
-        info = self._info()
-        found = meters(gpu, info.memory_total if info else None)
-        spans = self.spans()
-        value_width = max((len(meter.value) for meter in found), default=0)
-        chart_width = max(width - LABEL_WIDTH - value_width - 2, 0)
-        lines = []
-        for meter in found:
-            values = cells(meter.series.points(chart_width * 10), chart_width)
-            top = scale_top(values, meter.limit, meter.floor)
-            marks = chart_marks(meter, len(values), spans)
-            for row, text in enumerate(chart(values, top, chart_width, CHART_ROWS)):
-                label = meter.label if row == 0 else ""
-                value = meter.value if row == CHART_ROWS - 1 else ""
-                lines.append(Content.assemble(
-                    (label.ljust(LABEL_WIDTH)[:LABEL_WIDTH], "$text-muted"), " ",
-                    banded(text, meter.color, marks), " ", (value.rjust(value_width), "bold"),
-                ))  # fmt: skip
+        charts = present(GPU_CHARTS, [self.server])
+        heights = (CHART_ROWS,) * len(charts)
+        lines = chart_rows(self, charts, gpu, width, heights)
         lines += throttle_lines(gpu.last("throttle"))
         lines += process_lines(self.server, self.index)
         lines += [Content.styled(f"{name}: {why}", "dim") for name, why in gpu.errors.items()]

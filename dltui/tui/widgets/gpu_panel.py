@@ -1,62 +1,48 @@
-"""One GPU: is it busy, what limits it (power, heat, PCIe, NVLink), and is it still there."""
+"""One GPU in panels mode: a chart per field, as tall as the layout gives, the same fields on
+the same rows in every column (a field this GPU does not report says so in its rows)."""
 
 from __future__ import annotations
 
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
-from dltui.formatting import fmt_value
-from dltui.protocol.fields import GPU_FIELDS, throttle_words
-from dltui.protocol.messages import GpuInfo
-from dltui.tui.widgets.panel import FleetPanel, Meter, fmt_used, meter_lines
-
-RATE_FLOOR = 1e8  # B/s: below 100 MB/s a link is idle for deep learning; do not magnify noise
-TEMP_FLOOR = 100.0  # °C: scale temperatures against where GPUs slow down, not against themselves
-
-# (field, label, colour, fixed full scale, floor) for the plain lines; memory and power
-# are built by hand because their value shows the limit too.
-PLAIN_LINES = (
-    ("temp", "temp", "$error", None, TEMP_FLOOR),
-    ("clock_sm", "sm clk", "#b48ead", None, 0.0),
-    ("pcie_tx", "pci tx", "$primary-lighten-2", None, RATE_FLOOR),
-    ("pcie_rx", "pci rx", "$primary-lighten-2", None, RATE_FLOOR),
-    ("nvlink_tx", "nvl tx", "#88c0d0", None, RATE_FLOOR),
-    ("nvlink_rx", "nvl rx", "#88c0d0", None, RATE_FLOOR),
-    ("tensor_active", "tensor", "$success-lighten-2", 100.0, 0.0),
-)
+from dltui.protocol.fields import throttle_words
+from dltui.tui.charts import Chart, gpu_info, gpu_plot
+from dltui.tui.layout import split
+from dltui.tui.view import MonitorView
+from dltui.tui.widgets.graph import MARGIN, chart_lines, time_axis, window_words
+from dltui.tui.widgets.panel import FleetPanel
 
 
-def meters(gpu: GpuView, memory_total: float | None) -> list[Meter]:
-    """The lines this GPU supports: a field it never reported is not shown."""
-    series = gpu.series
-    found = []
-    if "util_gpu" in series:
-        util = fmt_value(gpu.last("util_gpu"), "%")
-        found.append(Meter("util", series["util_gpu"], util, "$success", limit=100.0))
-    if "mem_used" in series:
-        total = gpu.last("mem_total") or memory_total
-        used = fmt_used(gpu.last("mem_used"), total)
-        found.append(Meter("mem", series["mem_used"], used, "$secondary-lighten-3", limit=total))
-    if "power" in series:
-        power, limit = gpu.last("power"), gpu.last("power_limit")
-        shown = f"{power:.0f}/{limit:.0f} W" if power is not None and limit else "–"
-        if power is not None and not limit:
-            shown = fmt_value(power, "W")
-        found.append(Meter("power", series["power"], shown, "$warning", limit=limit))
-    for name, label, colour, limit, floor in PLAIN_LINES:
-        if name in series:
-            value = fmt_value(gpu.last(name), GPU_FIELDS[name].unit)
-            found.append(Meter(label, series[name], value, colour, limit=limit, floor=floor))
-    return found
+def throttle_text(gpu: GpuView) -> str:
+    """Why the clocks are down, in words; 'idle' alone is normal and not worth saying."""
+    series = gpu.series.get("throttle")
+    point = series.latest() if series is not None else None
+    words = throttle_words(int(point[1])) if point is not None and point[1] else []
+    return "" if not words or words == ["idle"] else ", ".join(words)
 
 
-def throttle_line(gpu: GpuView) -> Content | None:
-    """Why the clocks are down, in words; 'idle' alone is normal and not worth a line."""
-    mask = gpu.last("throttle")
-    words = throttle_words(int(mask)) if mask else []
-    if not words or words == ["idle"]:
-        return None
-    return Content.assemble(("throttle ", "$text-muted"), (", ".join(words), "$text-warning"))
+def chart_rows(
+    panel: FleetPanel, charts: tuple[Chart, ...], gpu: GpuView, width: int, heights: tuple[int, ...]
+) -> list[Content]:
+    """The GPU's charts, each `heights[i]` rows; a field it lacks is a muted line and blanks."""
+    lines: list[Content] = []
+    for chart, height in zip(charts, heights, strict=False):
+        if height <= 0:
+            continue
+        why = gpu.errors.get(chart.name)
+        if why is not None:  # this tick's read failed: say so where its chart is
+            lines.append(Content.styled(f"{chart.name}: {why}", "$text-warning"))
+            lines += [Content("")] * (height - 1)
+            continue
+        if chart.name not in gpu.series:
+            lines.append(Content.styled(f"{chart.label:<7}not reported", "$text-disabled"))
+            lines += [Content("")] * (height - 1)
+            continue
+        frame = panel.frame(width, height)
+        plot = gpu_plot(chart, panel.server, gpu, frame)
+        lines += chart_lines(plot, width, height, panel.marks(frame), panel.muted)
+    return lines
 
 
 class GpuPanel(FleetPanel):
@@ -64,6 +50,8 @@ class GpuPanel(FleetPanel):
     GpuPanel {
         border: round $primary-muted;
         border-title-color: $text;
+        border-subtitle-color: $text-muted;
+        border-subtitle-align: right;
         padding: 0 1;
         &.-lost {
             border: round $error;
@@ -71,41 +59,57 @@ class GpuPanel(FleetPanel):
     }
     """
 
-    def __init__(self, server: ServerView, index: int) -> None:
-        super().__init__(server)
+    def __init__(self, server: ServerView, view: MonitorView, index: int) -> None:
+        super().__init__(server, view)
         self.index = index
 
-    def _info(self) -> GpuInfo | None:
-        gpus = self.server.inventory.gpus if self.server.inventory else []
-        return next((gpu for gpu in gpus if gpu.index == self.index), None)
-
     def title(self) -> str:
-        info = self._info()
-        return f"GPU {self.index} · {info.name}" if info else f"GPU {self.index}"
+        info = gpu_info(self.server, self.index)
+        title = f"GPU {self.index} · {info.name}" if info else f"GPU {self.index}"
+        gpu = self.server.gpus.get(self.index)
+        if gpu is not None and gpu.state == "ok" and (held := throttle_text(gpu)):
+            title += f" · {held}"
+        if gpu is not None and gpu.state == "error":
+            title += " · ⚠ error reading this GPU"
+        elif gpu is not None and gpu.errors:
+            title += f" · ⚠ {len(gpu.errors)} field{'s' * (len(gpu.errors) != 1)} unread (d)"
+        return title
 
-    def sync(self, version: int) -> bool:
+    def subtitle(self) -> str | None:
+        width = self.content_size.width
+        chars = width - MARGIN
+        if chars < 12:
+            return window_words(self.view.window)
+        return time_axis(chars, self.view.window) + " "
+
+    def sync(self, version: object) -> bool:
         if not super().sync(version):
             return False
         gpu = self.server.gpus.get(self.index)
         self.set_class(gpu is not None and gpu.state == "lost", "-lost")
         return True
 
+    def heights(self) -> tuple[int, ...]:
+        layout = self.view.layout
+        if layout is not None and len(layout.chart_rows) == len(self.view.gpu_charts):
+            return layout.chart_rows
+        return split(max(self.content_size.height, 1), len(self.view.gpu_charts))
+
+    def charts_now(self) -> bool:
+        return True
+
     def lines(self, width: int) -> list[Content]:
         gpu = self.server.gpus.get(self.index)
         if gpu is None:
             return [Content.styled("no samples yet", "$text-muted")]
-        lines = []
         if gpu.state == "lost":
-            lost = "✕ lost: stopped answering NVML"
-            lines.append(Content.styled(lost, "bold $text-error"))
-        else:
-            if gpu.state == "error":
-                lines.append(Content.styled("⚠ error reading this GPU", "bold $text-warning"))
-            info = self._info()
-            found = meters(gpu, info.memory_total if info else None)
-            lines += meter_lines(found, width, self.spans())
-            throttle = throttle_line(gpu)
-            if throttle is not None:
-                lines.append(throttle)
-        lines += [Content.styled(f"{name}: {why}", "dim") for name, why in gpu.errors.items()]
-        return lines
+            return [Content.styled("✕ lost: stopped answering NVML", "bold $text-error")]
+        heights = self.heights()
+        lines = chart_rows(self, self.view.gpu_charts, gpu, width, heights)
+        if gpu.state == "error":  # why first, in the rows the charts would have taken
+            why = [
+                Content.styled(f"{name}: {text}", "$text-warning")
+                for name, text in gpu.errors.items()
+            ]
+            lines = [Content.styled("⚠ error reading this GPU", "bold $text-warning"), *why, *lines]
+        return lines[: sum(heights)]

@@ -1,12 +1,20 @@
-"""The host under the GPUs: a starved data loader shows here first (CPU, disk, network)."""
+"""The host under the GPUs: a starved data loader shows here first (CPU, disk, network).
+
+One line in compact mode (a bar of all cores, memory, load, network, disk, as much as fits);
+in panels mode a CPU chart, one block per core under it and that line.
+"""
 
 from __future__ import annotations
 
 from textual.content import Content
 
-from dltui.formatting import fmt_rate, fmt_value
-from dltui.tui.widgets.panel import LABEL_WIDTH, FleetPanel, Meter, fmt_used, meter_lines
-from dltui.tui.widgets.spark import level_char
+from dltui.fleet.state import ServerView
+from dltui.tui.charts import HOST_CHARTS, total_plot
+from dltui.tui.layout import core_rows
+from dltui.tui.units import short
+from dltui.tui.widgets.graph import MUTED, chart_lines
+from dltui.tui.widgets.panel import FleetPanel
+from dltui.tui.widgets.spark import hbar, level_char
 
 
 def core_style(percent: float) -> str:
@@ -28,53 +36,102 @@ def core_bars(per_core: list[float], width: int) -> list[Content]:
     return lines
 
 
-def pair(label: str, first: tuple[str, float | None], second: tuple[str, float | None]) -> Content:
-    """A label and two labelled rates on one line: net ↓/↑, disk r/w."""
-    parts: list[str | tuple[str, str]] = [(label.ljust(LABEL_WIDTH), "$text-muted")]
-    for arrow, value in (first, second):
-        parts += [f" {arrow} ", (fmt_rate(value).rjust(10), "bold")]
-    return Content.assemble(*parts)
+def latest(server: ServerView, name: str) -> float | None:
+    """The host field's newest value before any gap: what an offline server showed last."""
+    series = server.host.get(name)
+    point = series.latest() if series is not None else None
+    return point[1] if point is not None else None
+
+
+def host_words(server: ServerView, muted: bool) -> list[Content]:
+    """Memory, load, network and disk as short labelled figures, most telling first."""
+    value = "$text-muted" if muted else "bold"
+    found = []
+
+    def last(name: str) -> float | None:
+        return latest(server, name)
+
+    if "mem_used" in server.host:
+        total = last("mem_total")
+        used = short(last("mem_used"), "B") + ("/" + short(total, "B") if total else "")
+        found.append(Content.assemble(("mem ", "$text-muted"), (used, value)))
+    if "load1" in server.host:
+        found.append(
+            Content.assemble(("load ", "$text-muted"), (f"{last('load1') or 0:.2f}", value))
+        )
+    if "net_rx" in server.host:
+        found.append(
+            Content.assemble(
+                ("net ↓", "$text-muted"),
+                (short(last("net_rx"), "B/s"), value),
+                (" ↑", "$text-muted"),
+                (short(last("net_tx"), "B/s"), value),
+            )
+        )
+    if "disk_read" in server.host:
+        found.append(
+            Content.assemble(
+                ("disk r ", "$text-muted"),
+                (short(last("disk_read"), "B/s"), value),
+                (" w ", "$text-muted"),
+                (short(last("disk_write"), "B/s"), value),
+            )
+        )
+    return found
+
+
+def fitted(parts: list[Content], width: int, gap: str = "  ") -> Content:
+    """As many of `parts` as fit in `width`, in order."""
+    line = Content("")
+    for part in parts:
+        joined = part if not line.plain else line + gap + part
+        if len(joined.plain) > width:
+            break
+        line = joined
+    return line
 
 
 class HostPanel(FleetPanel):
     DEFAULT_CSS = """
     HostPanel {
-        border: round $primary-muted;
-        border-title-color: $text-muted;
         padding: 0 1;
+        &.-panel {
+            border: round $primary-muted;
+            border-title-color: $text-muted;
+        }
     }
     """
 
-    def title(self) -> str:
+    def title(self) -> str | None:
         inventory = self.server.inventory
+        if not self.has_class("-panel"):
+            return None
         if inventory is None:
             return "host"
         return f"host · {inventory.cpu_count} CPUs · {inventory.memory_total / 2**30:.0f} GiB"
 
+    def charts_now(self) -> bool:
+        return self.has_class("-panel")
+
     def lines(self, width: int) -> list[Content]:
         server = self.server
-        host = server.host
-        meters = []
-        if "cpu" in host:
-            cpu = server.host_last("cpu")
-            meters.append(Meter("cpu", host["cpu"], fmt_value(cpu, "%"), "$success", limit=100))
-        if "mem_used" in host:
-            total = server.host_last("mem_total")
-            used = fmt_used(server.host_last("mem_used"), total)
-            meters.append(Meter("mem", host["mem_used"], used, "$secondary-lighten-3", limit=total))
-        lines = meter_lines(meters, width)
-        under_cpu = 1 if "cpu" in host else 0
-        lines[under_cpu:under_cpu] = core_bars(server.cpu_per_core, width)
-        if "load1" in host:
-            loads = [server.host_last(name) for name in ("load1", "load5", "load15")]
-            shown = " ".join("–" if load is None else f"{load:.2f}" for load in loads)
-            lines.append(Content.assemble(("load".ljust(LABEL_WIDTH), "$text-muted"), " ", shown))
-        if "net_rx" in host:
-            rx, tx = server.host_last("net_rx"), server.host_last("net_tx")
-            lines.append(pair("net", ("↓", rx), ("↑", tx)))
-        if "disk_read" in host:
-            read, write = server.host_last("disk_read"), server.host_last("disk_write")
-            lines.append(pair("disk", ("r", read), ("w", write)))
-        if not lines:
-            lines.append(Content.styled("no samples yet", "$text-muted"))
+        if "cpu" not in server.host:
+            return [Content.styled("host: no samples yet", "$text-muted")]
+        muted = self.muted
+        cpu = latest(server, "cpu")
+        if not self.has_class("-panel"):
+            bar_width = max(min(width // 6, 12), 3)
+            head = Content.assemble(
+                ("cpu ", "$text-muted"),
+                (hbar((cpu or 0) / 100, bar_width), MUTED if muted else "$success"),
+                (f" {short(cpu, '%'):>4}", "$text-muted" if muted else "bold"),
+            )
+            return [fitted([head, *host_words(server, muted)], width)]
+        cores = core_rows(len(server.cpu_per_core), width)
+        chart_height = max((self.content_size.height or 4) - cores - 1, 1)
+        frame = self.frame(width, chart_height)
+        plot = total_plot(HOST_CHARTS[0], server, frame)
+        lines = chart_lines(plot, width, chart_height, self.marks(frame), muted) if plot else []
+        lines += core_bars(server.cpu_per_core, width)
+        lines.append(fitted(host_words(server, muted), width))
         return lines

@@ -1,100 +1,30 @@
-"""The base of every widget drawn from a `ServerView`: lazy rendering, relayout on new lines.
+"""The base of every widget drawn from a `ServerView`: lazy rendering, charts on a shared frame.
 
 Panels build their text in `render()`, which Textual calls only for what is on screen, and
 the app syncs only the panels in view: 64 servers × 8 GPUs must not cost 512 renders a tick.
-Their height is `auto`; a render that changes the number of lines (a throttle reason appears, a
-GPU is lost) asks for a layout, and Textual measures the panel again.
+Their height is set by the strip's layout (the same in every column, so servers line up) or,
+on the detail screen, `auto`: a render that changes its number of lines asks for a layout.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Hashable
 
 from textual.content import Content
 from textual.widget import Widget
 
-from dltui.fleet.series import Series
 from dltui.fleet.state import ServerView
-from dltui.formatting import fmt_bytes
-from dltui.tui.widgets.spark import PhaseSpan, cell_of, cells, phase_marks, scale_top, sparkline
+from dltui.tui.charts import Frame
+from dltui.tui.view import MonitorView
+from dltui.tui.widgets.graph import MARGIN, plot_points
+from dltui.tui.widgets.server_flags import event_times
+from dltui.tui.widgets.spark import PhaseSpan, mark_events, phase_marks
 
-LABEL_WIDTH = 6
-RECENT_PHASES = 200  # more than fit a chart's two minutes, however short the cases
-BAND_STYLES = ("", " on $foreground 6%", " on $foreground 12%", " on $accent 25%")
-"""Backgrounds of chart cells outside a benchmark phase, inside one (alternating), at its start."""
+RECENT_PHASES = 400  # more than fit a chart's hour, however short the cases
 DEFAULT_WIDTH = 34
-GIB = 2**30
-
-
-def fmt_used(used: float | None, total: float | None) -> str:
-    """'70.1/141 GiB': used and total in one unit, short enough to leave room for a sparkline."""
-    if used is None:
-        return "–"
-    if total is None:
-        return fmt_bytes(used)
-    return f"{used / GIB:.1f}/{total / GIB:.0f} GiB"
-
-
-@dataclass(frozen=True, slots=True)
-class Meter:
-    """One line of a panel: label, sparkline of the recent past, current value."""
-
-    label: str
-    series: Series
-    value: str
-    color: str
-    limit: float | None = None
-    """Full scale: 100 for percentages, the field's limit where it has one; None: observed max."""
-    floor: float = 0.0
-
-
-def banded(text: str, color: str, marks: list[int]) -> Content:
-    """A chart line with each cell's phase band behind it (`marks` from `phase_marks`,
-    aligned to the right end of `text`)."""
-    pad = len(text) - len(marks)
-    parts: list[tuple[str, str]] = [(text[:pad], color)] if pad > 0 else []
-    start = 0
-    for index in range(1, len(marks) + 1):
-        if index == len(marks) or marks[index] != marks[start]:
-            chunk = text[pad + start : pad + index]
-            parts.append((chunk, color + BAND_STYLES[marks[start]]))
-            start = index
-    return Content.assemble(*parts)
-
-
-def chart_marks(meter: Meter, count: int, spans: list[PhaseSpan]) -> list[int]:
-    """The phase marks of a meter's newest `count` cells, which end at its last point."""
-    last = meter.series.last_time()
-    if not spans or last is None or count <= 0:
-        return []
-    return phase_marks(spans, cell_of(last) - count + 1, count)
-
-
-def meter_lines(
-    meters: list[Meter], width: int, spans: list[PhaseSpan] | None = None
-) -> list[Content]:
-    """Meters laid out in aligned columns, each line exactly `width` cells or less; benchmark
-    phases (`spans`) are bands behind the sparklines."""
-    if not meters:
-        return []
-    value_width = max(len(meter.value) for meter in meters)
-    spark_width = width - LABEL_WIDTH - value_width - 2
-    lines = []
-    for meter in meters:
-        # Enough points for the widest cells at up to 20 samples a second.
-        values = cells(meter.series.points(max(spark_width, 0) * 10), spark_width)
-        top = scale_top(values, meter.limit, meter.floor)
-        marks = chart_marks(meter, len(values), spans or [])
-        lines.append(
-            Content.assemble(
-                (meter.label.ljust(LABEL_WIDTH)[:LABEL_WIDTH], "$text-muted"),
-                " ",
-                banded(sparkline(values, top, spark_width), meter.color, marks),
-                " " if spark_width > 0 else "",
-                (meter.value.rjust(value_width), "bold"),
-            )
-        )
-    return lines
+MIN_POINT_S = 0.5
+"""A chart redraws at most this often, whatever the window (the app's redraw rate)."""
 
 
 class FleetPanel(Widget):
@@ -108,33 +38,78 @@ class FleetPanel(Widget):
     }
     """
 
-    def __init__(self, server: ServerView) -> None:
+    def __init__(self, server: ServerView, view: MonitorView) -> None:
         super().__init__()
         self.server = server
+        self.view = view
         self._line_count: int | None = None
-        self._drawn_version = -1
+        self._drawn_version: Hashable = None
 
     def title(self) -> str | None:
         """The border title; None for a panel without one."""
         return None
 
+    def subtitle(self) -> str | None:
+        """The bottom border's text (a time axis); None for none."""
+        return None
+
     def lines(self, width: int) -> list[Content]:
         raise NotImplementedError
 
-    def spans(self) -> list[PhaseSpan]:
-        """The server's recent benchmark phases, for the bands behind its charts."""
-        recent = self.server.phases[-RECENT_PHASES:]
-        return [(phase.start, phase.end, phase.case) for phase in recent]
+    @property
+    def muted(self) -> bool:
+        """A server we cannot hear any more: its last values, greyed."""
+        return self.server.link != "live" and not self.view.timebase.replay
 
-    def sync(self, version: int) -> bool:
-        """Redraw if the fleet changed since this panel last drew; cheap, the work is in
-        render(). True when it will redraw."""
+    def frame(self, width: int, height: int) -> Frame:
+        """The frame of a chart `width` × `height` on this server's clock and the window."""
+        chars, points = plot_points(width, height)
+        return Frame(self.view.timebase.now(self.server.source), self.view.window, chars, points)
+
+    def marks(self, frame: Frame) -> list[int]:
+        """Per character of the frame: the benchmark phase band behind it, and where the
+        server's health events happened."""
+        recent = self.server.phases[-RECENT_PHASES:]
+        events = event_times(self.server)
+        if not (recent or events) or not frame.chars:
+            return []
+        spans: list[PhaseSpan] = [(phase.start, phase.end, phase.case) for phase in recent]
+        first = frame.last_char - frame.chars + 1
+        marks = phase_marks(spans, first, frame.chars, frame.char_seconds)
+        return mark_events(marks, events, first, frame.char_seconds)
+
+    def charts_now(self) -> bool:
+        """Whether this panel draws charts now (see `sync`)."""
+        return False
+
+    def _chart_version(self) -> Hashable:
+        """What a panel of charts draws changes when a new point starts at the right of its
+        charts (or the view, the link or the benchmark cases change), not with every sample:
+        a point of a minute's chart 40 cells wide is over a second, of an hour's half a
+        minute. Painting the dense braille is what costs; the figures beside it wait a point."""
+        chars = max((self.content_size.width or DEFAULT_WIDTH) - MARGIN, 1)
+        point_s = max(self.view.window / (chars * 2), MIN_POINT_S)
+        now = self.view.timebase.now(self.server.source)
+        server = self.server
+        return (self.view.version, server.link, len(server.phases), len(server.events.events),
+                math.floor(now / point_s))  # fmt: skip
+
+    def sync(self, version: Hashable) -> bool:
+        """Redraw if the fleet or the view changed since this panel last drew (a panel of
+        charts: see `_chart_version`); cheap, the work is in render(). True when it will
+        redraw."""
+        if self.charts_now():
+            version = self._chart_version()
         if version == self._drawn_version:
             return False
         self._drawn_version = version
         self.border_title = self.title()
+        self.border_subtitle = self.subtitle()
         self.refresh()
         return True
+
+    def on_resize(self) -> None:
+        self.border_subtitle = self.subtitle()  # a time axis as wide as the panel now is
 
     def render(self) -> Content:
         # Before its first layout a panel has no size yet; guess the usual column's width.

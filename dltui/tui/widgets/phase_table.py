@@ -43,8 +43,9 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
     what = phase.label
     if isinstance(result, KernelResult):
         what = kernel_row(result)[1]
-    elif result is not None:
-        what = model_row(result)[1]
+    elif result is not None:  # a sweep's rows differ only in how many processes ran
+        unit = "GPU" if result.device == "cuda" else "proc"
+        what = f"{model_row(result)[1]} ×{result.gpus} {unit}{'s' * (result.gpus != 1)}"
     cells = [
         server,
         what,
@@ -62,7 +63,8 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
 
 
 class PhaseTable(DataTable[Text]):
-    """The fleet's phases, or one server's (`source`)."""
+    """The fleet's phases, or one server's (`source`). ← → scroll a whole column at a time,
+    with the server and the case kept in view at the left."""
 
     DEFAULT_CSS = """
     PhaseTable {
@@ -71,7 +73,7 @@ class PhaseTable(DataTable[Text]):
     """
 
     def __init__(self, fleet: Fleet, source: str | None = None) -> None:
-        super().__init__(zebra_stripes=True, cursor_type="row")
+        super().__init__(zebra_stripes=True, cursor_type="row", fixed_columns=2)
         self.fleet = fleet
         self.source = source
         self._drawn: tuple[int, int] | None = None
@@ -79,6 +81,24 @@ class PhaseTable(DataTable[Text]):
     def on_mount(self) -> None:
         self.add_columns(*COLUMNS)
         self.refresh_rows()
+
+    def _starts(self) -> list[int]:
+        """Where each scrolling column begins, in cells past the fixed ones."""
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        starts, x = [], 0
+        for width in widths[self.fixed_columns :]:
+            starts.append(x)
+            x += width
+        return starts
+
+    def action_cursor_right(self) -> None:
+        later = [x for x in self._starts() if x > self.scroll_x]
+        if later:
+            self.scroll_to(x=later[0], animate=False)
+
+    def action_cursor_left(self) -> None:
+        earlier = [x for x in self._starts() if x < self.scroll_x]
+        self.scroll_to(x=earlier[-1] if earlier else 0, animate=False)
 
     def phases(self) -> list[Phase]:
         if self.source is None:

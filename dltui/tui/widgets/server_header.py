@@ -11,45 +11,63 @@ from textual.message import Message
 
 from dltui.fleet.state import ServerView
 from dltui.protocol.messages import Inventory
+from dltui.tui.layout import HEADER_ROWS
+from dltui.tui.view import Timebase
 from dltui.tui.widgets.panel import FleetPanel
+from dltui.tui.widgets.server_flags import server_flag
 
 
-def gpu_summary(inventory: Inventory | None) -> list[Content]:
+def gpu_summary(inventory: Inventory | None) -> Content:
     """'8× NVIDIA H200', or why there is no GPU: the first thing a buyer compares."""
     if inventory is None:
-        return [Content.styled("waiting for inventory…", "$text-muted")]
+        return Content.styled("waiting for inventory…", "$text-muted")
     if not inventory.gpus:
-        lines = [Content.styled("no GPU", "bold $text-warning")]
+        words = Content.styled("no GPU", "bold $text-warning")
         if inventory.nvml_error:
-            lines.append(Content.styled(inventory.nvml_error, "$text-muted"))
-        return lines
+            words += Content.styled(f" · {inventory.nvml_error}", "$text-muted")
+        return words
     counts = Counter(gpu.name for gpu in inventory.gpus)
-    return [Content.styled(", ".join(f"{n}× {name}" for name, n in counts.items()), "bold")]
+    return Content.styled(", ".join(f"{n}× {name}" for name, n in counts.items()), "bold")
 
 
-def link_state(server: ServerView, now: float) -> list[Content]:
-    """The connection state in words, and why when it is down; offline says since when, so a
-    flapping link shows."""
+def clock_time(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def as_of(server: ServerView) -> str:
+    """'as of 13:43:10': when the values shown were measured, for a server we no longer hear."""
+    if server.last_sample_time is None:
+        return "no samples"
+    return f"as of {clock_time(server.last_sample_time)}"
+
+
+def link_state(server: ServerView, timebase: Timebase) -> tuple[Content, Content]:
+    """The connection state in words, and on a second line what else to know: rtt and clock
+    offset while live, when the values are from and why while down, where a replay is."""
+    now = timebase.now(server.source)
+    detail = Content.styled(server.last_error or "", "$text-error")
+    if timebase.replay:
+        if timebase.ended(server.source):
+            state = Content.styled("■ recording ended", "bold $text-muted")
+            return state, Content.styled(as_of(server), "$text-muted")
+        return Content.styled(f"▷ recorded {clock_time(now)}", "bold $text-accent"), detail
     if server.link == "live":
-        return [Content.styled("● live", "bold $text-success")]
+        return Content.styled("● live  ", "bold $text-success") + link_quality(server), detail
+    why = Content.styled(server.link_detail or "", "$text-muted")
     if server.link == "connecting":
-        return [Content.styled("◌ connecting…", "$text-warning")]
+        return Content.styled("◌ connecting…", "$text-warning"), why
     if server.link == "busy":  # the agent has no room now; the connection tries again
-        lines = [Content.styled("◌ busy, trying again…", "$text-warning")]
-        if server.link_detail:
-            lines.append(Content.styled(server.link_detail, "$text-muted"))
-        return lines
+        return Content.styled("◌ busy, trying again…", "$text-warning"), why
     if server.link == "auth_failed":
-        words = "✕ auth failed"
-    else:
-        words = "✕ offline"
-        if server.link_since is not None:
-            since = time.strftime("%H:%M:%S", time.localtime(server.link_since))
-            words += f" since {since} ({now - server.link_since:.0f}s ago)"
-    lines = [Content.styled(words, "bold $text-error")]
+        return Content.styled("✕ auth failed", "bold $text-error"), why
+    words = "✕ offline"
+    if server.link_since is not None:
+        ago = max(now - server.link_since, 0.0)
+        words += f" since {clock_time(server.link_since)} ({ago:.0f}s ago)"
+    detail = Content.styled(as_of(server), "bold $text-muted")
     if server.link_detail:
-        lines.append(Content.styled(server.link_detail, "$text-muted"))
-    return lines
+        detail += Content.styled(f" · {server.link_detail}", "$text-muted")
+    return Content.styled(words, "bold $text-error"), detail
 
 
 CLOCK_SKEW_SHOWN = 1.0
@@ -74,18 +92,20 @@ def link_quality(server: ServerView) -> Content:
 
 
 class ServerHeader(FleetPanel):
-    """Hostname, GPUs, link state, RTT and clock offset; refreshed every tick while not live,
-    because 'offline since … (Ns ago)' moves on even when no frame arrives."""
+    """Hostname, GPUs, link state, RTT and clock offset, in HEADER_ROWS rows whatever there is
+    to say (so the rows under it line up across servers); refreshed every tick while not
+    live, because 'offline since … (Ns ago)' moves on even when no frame arrives."""
 
-    DEFAULT_CSS = """
-    ServerHeader {
+    DEFAULT_CSS = f"""
+    ServerHeader {{
+        height: {HEADER_ROWS + 1};
         background: $boost;
         padding: 0 1;
         border-bottom: solid $primary-muted;
-        &:hover {
+        &:hover {{
             background: $boost-lighten-1;
-        }
-    }
+        }}
+    }}
     """
 
     @dataclass
@@ -102,9 +122,6 @@ class ServerHeader(FleetPanel):
         name = Content.styled(server.name, "bold $text-accent")
         if server.source not in (server.name, "local"):
             name += Content.styled(f"  {server.source}", "$text-muted")
-        lines = [name, *gpu_summary(server.inventory), *link_state(server, time.time())]
-        lines.append(link_quality(server))
-        if server.last_error:
-            lines.append(Content.styled(server.last_error, "$text-error"))
-        # Wrapped, not cut: a long hostname or an error's detail is worth its extra line.
-        return [part for line in lines for part in line.wrap(width)]
+        state, detail = link_state(server, self.view.timebase)
+        flag = server_flag(server) if not detail.plain else None  # busy, or sick: when nothing else
+        return [name, gpu_summary(server.inventory), state, flag or detail]

@@ -1,4 +1,5 @@
-"""Sparklines in eighth-blocks: a whole series in one line of text, cheap enough to redraw often."""
+"""Eighth blocks (one-row charts, per-core bars, the table's bars) and the phase bands behind
+charts."""
 
 from __future__ import annotations
 
@@ -17,59 +18,7 @@ def level_char(fraction: float) -> str:
     return BLOCKS[index]
 
 
-def scale_top(values: Sequence[float], limit: float | None = None, floor: float = 0.0) -> float:
-    """Full scale for a line: the larger of the field's limit and what was observed.
-
-    `floor` keeps a quiet series from being stretched to full height (1 kB/s of PCIe traffic
-    should not look like a saturated link).
-    """
-    observed = max((v for v in values if not math.isnan(v)), default=0.0)
-    return max(limit or 0.0, observed, floor) or 1.0
-
-
-def sparkline(values: Sequence[float], top: float, width: int) -> str:
-    """The newest `width` values as blocks, newest at the right, padded on the left."""
-    shown = values[-width:] if width > 0 else []
-    return GAP * (width - len(shown)) + "".join(level_char(v / top) for v in shown)
-
-
-CELL_SECONDS = 0.5
-"""Time one sparkline cell covers: 40 cells show 20 s, not the 4 s one sample a cell would."""
-
-
-def cells(
-    points: Sequence[tuple[float, float]], width: int, seconds: float = CELL_SECONDS
-) -> list[float]:
-    """The newest `width` cells of `seconds` each, holding the largest value that fell in them.
-
-    Cells are aligned to absolute time, so they do not shift as points arrive. A recorded gap
-    (NaN) makes its cell a gap; a cell no point fell in repeats the one before it, so a series
-    sampled slower than the cells (memory at 2 Hz, an agent at 1 Hz) draws as a line.
-    """
-    if not points or width <= 0:
-        return []
-    last_cell = math.floor(points[-1][0] / seconds)
-    first_cell = last_cell - width + 1
-    out = [math.nan] * width
-    filled = [False] * width
-    for t, value in points:
-        index = math.floor(t / seconds) - first_cell
-        if not 0 <= index < width:  # a clock-offset change can step time back a little
-            continue
-        if math.isnan(value):
-            out[index], filled[index] = math.nan, True
-        elif not filled[index] or value > out[index]:
-            out[index], filled[index] = value, True
-    if True not in filled:
-        return []
-    start = filled.index(True)
-    for index in range(start + 1, width):
-        if not filled[index]:
-            out[index] = out[index - 1]
-    return out[start:]
-
-
-def cell_of(t: float, seconds: float = CELL_SECONDS) -> int:
+def cell_of(t: float, seconds: float) -> int:
     """The absolute index of the cell a time falls in (cells are aligned to absolute time)."""
     return math.floor(t / seconds)
 
@@ -79,7 +28,7 @@ PhaseSpan = tuple[float, float | None, int]
 
 
 def phase_marks(
-    spans: Sequence[PhaseSpan], first_cell: int, count: int, seconds: float = CELL_SECONDS
+    spans: Sequence[PhaseSpan], first_cell: int, count: int, seconds: float
 ) -> list[int]:
     """Per cell: 0 outside any phase, 1 or 2 inside one (alternating by case, so neighbours
     stay apart), 3 where a case starts."""
@@ -97,22 +46,30 @@ def phase_marks(
     return marks
 
 
-def chart(values: Sequence[float], top: float, width: int, height: int) -> list[str]:
-    """A chart `height` rows tall, top row first, in eighth-blocks: the newest `width` values,
-    newest at the right, padded on the left; NaN is a gap."""
-    shown = values[-width:] if width > 0 else []
-    pad = width - len(shown)
-    levels = [
-        None if math.isnan(v) else round(min(max(v / top, 0.0), 1.0) * height * 8) for v in shown
-    ]
-    rows = []
-    for row in range(height - 1, -1, -1):
-        chars = []
-        for level in levels:
-            if level is None:
-                chars.append(GAP)
-                continue
-            eighths = min(max(level - row * 8, 0 if row else 1), 8)  # a zero still shows
-            chars.append(BLOCKS[eighths - 1] if eighths else " ")
-        rows.append(GAP * pad + "".join(chars))
-    return rows
+EVENT_MARK = 4
+"""A cell where a health event or alert happened (drawn over the phase bands)."""
+
+
+def mark_events(
+    marks: list[int], times: Sequence[float], first_cell: int, seconds: float
+) -> list[int]:
+    """`marks` with EVENT_MARK in each cell an event time falls in."""
+    for t in times:
+        index = cell_of(t, seconds) - first_cell
+        if 0 <= index < len(marks):
+            marks[index] = EVENT_MARK
+    return marks
+
+
+PARTS = " ▏▎▍▌▋▊▉"
+
+
+def hbar(fraction: float | None, width: int) -> str:
+    """A bar `width` cells long filled to `fraction` of full scale in eighths of a cell; blank
+    for no value."""
+    if fraction is None or math.isnan(fraction) or width <= 0:
+        return " " * max(width, 0)
+    eighths = round(min(max(fraction, 0.0), 1.0) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (PARTS[part] if part else "")
+    return text.ljust(width)

@@ -1,0 +1,71 @@
+"""Every event the agent raises, in one place: numbered, written to the agent's log (so a
+headless agent's alerts are seen with no client), passed through the `event KIND` alert rules,
+kept while its condition is up (for clients that log in later) and published.
+
+Events come from two threads: the sampler's (health and alert rules, from each sample) and the
+XID watcher's. They are rare; a lock keeps their numbering and the conditions in order, and
+`publish` must be safe to call from any thread (the agent hands the frame to its event loop).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+
+from dltui.agent.alerts import AlertRules, Rule
+from dltui.agent.health import HealthCheck
+from dltui.protocol.messages import Event, Inventory, Sample
+
+log = logging.getLogger(__name__)
+
+LOG_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "critical": logging.ERROR}
+
+
+class EventLog:
+    def __init__(
+        self, inventory: Inventory, rules: list[Rule], publish: Callable[[Event], None]
+    ) -> None:
+        self._health = HealthCheck(inventory)
+        self._alerts = AlertRules(rules)
+        self._publish = publish
+        self._lock = threading.Lock()
+        self._count = 0
+        self._raised: dict[tuple[str, int | None, str | None], Event] = {}
+        """Conditions up now: what a client that logs in is told first."""
+
+    def observe(self, sample: Sample) -> None:
+        """A sample's health and alert-rule events (the sampler's thread)."""
+        found = self._health.observe(sample)
+        if self._alerts.rules:
+            found += self._alerts.observe(sample)
+        if found:
+            self.add(found)
+
+    def add(self, events: list[Event]) -> None:
+        """Number, log, keep and publish events, and the alerts they fire (any thread)."""
+        done = []
+        with self._lock:
+            waiting = list(events)
+            while waiting:
+                event = waiting.pop(0)
+                self._count += 1
+                event = dataclasses.replace(event, id=self._count)
+                if event.state == "raised":
+                    self._raised[event.condition] = event
+                elif event.state == "resolved":
+                    self._raised.pop(event.condition, None)
+                if event.kind != "alert":
+                    waiting += self._alerts.on_event(event)
+                done.append(event)
+        for event in done:
+            where = f"GPU {event.gpu}" if event.gpu is not None else "host"
+            log.log(LOG_LEVELS[event.severity], "event %d, %s %s on %s: %s", event.id,
+                    event.severity, event.kind, where, event.detail)  # fmt: skip
+            self._publish(event)
+
+    def raised(self) -> list[Event]:
+        """The conditions up now, oldest first."""
+        with self._lock:
+            return sorted(self._raised.values(), key=lambda event: event.id)

@@ -1,0 +1,76 @@
+"""A server's health as its frames told it: the events it raised (and which conditions are
+still up), and each GPU's latest health fields. The fleet keeps an `EventBook` per server; a
+probe, the report and the TUI's event list read the same book and the same summary.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from dltui.protocol.fields import HEALTH_FIELDS, throttle_words
+from dltui.protocol.messages import Event, Inventory, Sample, to_plain
+
+MAX_EVENTS = 1000
+"""Events kept per server: a flapping link cannot grow a long session's memory."""
+
+
+@dataclass
+class EventBook:
+    """One server's events in arrival order, each once (an agent sends the conditions still
+    up again to a client that reconnects), and the conditions up now."""
+
+    events: deque[Event] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS))
+    raised: dict[tuple[str, int | None, str | None], Event] = field(default_factory=dict)
+    _seen: set[tuple[int, float]] = field(default_factory=set)
+
+    def add(self, event: Event) -> bool:
+        """Take an event; False when it was seen already."""
+        key = (event.id, event.wall)
+        if key in self._seen:
+            return False
+        if len(self._seen) >= 4 * MAX_EVENTS:  # forget the oldest keys with their events
+            self._seen = {(e.id, e.wall) for e in self.events}
+        self._seen.add(key)
+        self.events.append(event)
+        if event.state == "raised":
+            self.raised[event.condition] = event
+        elif event.state == "resolved":
+            self.raised.pop(event.condition, None)
+        return True
+
+    def worst(self) -> str | None:
+        """The worst severity among the conditions up, or None when none is."""
+        order = ("info", "warning", "critical")
+        return max((e.severity for e in self.raised.values()), key=order.index, default=None)
+
+
+def gpu_health(values: dict[str, float]) -> dict[str, Any]:
+    """A GPU's health fields from a values map, with its throttle reasons in words."""
+    found: dict[str, Any] = {name: values[name] for name in HEALTH_FIELDS if name in values}
+    if "throttle" in values:
+        found["throttle"] = throttle_words(int(values["throttle"]))
+    return found
+
+
+def health_summary(inventory: Inventory, sample: Sample | None, book: EventBook) -> dict[str, Any]:
+    """The server's health as JSON: per GPU its link against the maximum and its health
+    fields, then the conditions up and every event seen."""
+    latest = {gpu.index: gpu for gpu in sample.gpus} if sample is not None else {}
+    gpus = []
+    for info in inventory.gpus:
+        reading = latest.get(info.index)
+        entry: dict[str, Any] = {"index": info.index, "state": reading.state if reading else None,
+                                 "pcie_gen_max": info.pcie_gen_max,
+                                 "pcie_width_max": info.pcie_width_max}  # fmt: skip
+        if reading is not None:
+            entry |= gpu_health(reading.values)
+        gpus.append(entry)
+    return {
+        "ok": not book.raised,
+        "worst": book.worst(),
+        "gpus": gpus,
+        "raised": [to_plain(event) for event in book.raised.values()],
+        "events": [to_plain(event) for event in book.events],
+    }

@@ -1,0 +1,254 @@
+"""Pass/fail checks on benchmark results: a plan as an acceptance test a new server must pass
+before it joins a fleet.
+
+    ratio>=0.9                                 every case against its reference (or a baseline)
+    tflops>=600 kind=gemm precision=bf16       every bf16 GEMM case
+    images_per_second>=7000 model=resnet50     every ResNet-50 run
+    efficiency>=0.9                            scaling (training), or of the link (copies)
+
+An assertion is a figure, a comparison, a number and filters (`key=value`, all must match).
+Every result it matches must pass; a matched case that failed (an error) fails it, and an
+assertion that matches nothing fails too (an acceptance test that measured nothing did not
+pass). A result without the figure (TFLOP/s of a copy) is not matched. `dltui bench --assert`
+and a plan file's [assert] table take them; each failure is one line naming the case and its
+figure, and the command exits 5.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from dltui.plans.check import PlanError
+from dltui.plans.scaling import scaling
+from dltui.protocol.errors import ProtocolError, quote
+from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.validate import build
+from dltui.userfiles import FileProblem, name_of, read_bounded
+
+EXIT_FAILED = 5
+"""What a command exits with when an assertion failed."""
+MAX_ASSERTIONS = 256
+MAX_BASELINE_BYTES = 64 << 20
+
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, "==": operator.eq, ">": operator.gt, "<": operator.lt,
+}  # fmt: skip
+# Figure -> its unit in words; the aliases a user may write.
+KERNEL_FIGURES = {"tflops": "TFLOP/s", "gbps": "GB/s", "busbw_gbps": "GB/s", "ratio": "×",
+                  "efficiency": "of the link", "median_ms": "ms"}  # fmt: skip
+MODEL_FIGURES = {"images_per_second": "images/s", "ratio": "×", "efficiency": "of ideal",
+                 "accuracy": "top-1", "time_to_accuracy_s": "s"}  # fmt: skip
+ALIASES = {"images_per_s": "images_per_second"}
+KERNEL_FILTERS = ("kind", "precision", "direction", "shape", "framework", "device", "server")
+MODEL_FILTERS = ("model", "precision", "gpus", "servers", "batch", "framework", "device",
+                 "server")  # fmt: skip
+_EXPRESSION = re.compile(
+    r"^\s*([a-z_]+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)((?:\s+\S+)*)\s*$"
+)
+
+
+class AssertionSyntaxError(ValueError):
+    """An assertion that does not parse, in one line."""
+
+
+@dataclass(frozen=True)
+class Assertion:
+    text: str
+    figure: str
+    compare: Callable[[float, float], bool]
+    threshold: float
+    filters: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    """A plan file's name for it."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.text})" if self.name else self.text
+
+
+def parse_assertion(text: str, name: str | None = None) -> Assertion:
+    match = _EXPRESSION.match(text)
+    if match is None:
+        raise AssertionSyntaxError(f'{quote(text)} is not "FIGURE OP NUMBER [key=value ...]" '
+                                   "(e.g. tflops>=600 kind=gemm precision=bf16)")  # fmt: skip
+    figure, op, number, rest = match.groups()
+    figure = ALIASES.get(figure, figure)
+    if figure not in KERNEL_FIGURES and figure not in MODEL_FIGURES:
+        known = sorted({*KERNEL_FIGURES, *MODEL_FIGURES})
+        raise AssertionSyntaxError(f"unknown figure {quote(figure)} (one of: {', '.join(known)})")
+    threshold = float(number)
+    if not math.isfinite(threshold):
+        raise AssertionSyntaxError(f"{quote(text)}: the number must be finite")
+    filters = {}
+    for word in rest.split():
+        key, sep, value = word.partition("=")
+        if not sep or not value:
+            raise AssertionSyntaxError(f"{quote(text)}: {quote(word)} is not key=value")
+        if key not in KERNEL_FILTERS and key not in MODEL_FILTERS:
+            known = sorted({*KERNEL_FILTERS, *MODEL_FILTERS})
+            raise AssertionSyntaxError(f"{quote(text)}: unknown key {quote(key)} (one of: "
+                                       f"{', '.join(known)})")  # fmt: skip
+        filters[key] = value
+    return Assertion(" ".join(text.split()), figure, _OPERATORS[op], threshold, filters, name)
+
+
+def parse_table(table: object) -> list[Assertion]:
+    """A plan file's [assert] table: name = "expression"."""
+    if not isinstance(table, dict):
+        raise AssertionSyntaxError('[assert] must be a table of name = "expression"')
+    if len(table) > MAX_ASSERTIONS:
+        raise AssertionSyntaxError(f"[assert]: at most {MAX_ASSERTIONS}, got {len(table)}")
+    found = []
+    for name, text in table.items():
+        if not isinstance(text, str):
+            raise AssertionSyntaxError(f"[assert] {name}: expected a string, got {quote(text)}")
+        try:
+            found.append(parse_assertion(text, name))
+        except AssertionSyntaxError as exc:
+            raise AssertionSyntaxError(f"[assert] {name}: {exc}") from None
+    return found
+
+
+@dataclass(frozen=True)
+class Case:
+    """One result as assertions see it: its words, its figures, what filters match."""
+
+    words: str
+    figures: dict[str, float | None]
+    units: dict[str, str]
+    keys: dict[str, str]
+    error: str | None = None
+
+
+Baseline = dict[tuple[object, ...], float]
+"""A chosen baseline's rate per case (kernel_key, model_key): what `ratio` is measured against
+instead of the published figure."""
+
+
+def kernel_key(result: KernelResult) -> tuple[object, ...]:
+    return ("kernel", result.kind, result.precision, result.direction, result.shape)
+
+
+def model_key(result: ModelResult) -> tuple[object, ...]:
+    return ("model", result.model, result.precision, result.gpus, result.servers, result.batch)
+
+
+def kernel_rate(result: KernelResult) -> float | None:
+    """The rate a ratio compares: TFLOP/s, else GB/s, else iterations per second."""
+    if result.tflops is not None:
+        return result.tflops
+    if result.gbps is not None:
+        return result.gbps
+    return 1 / result.median_s if result.median_s else None
+
+
+def cases(
+    kernels: Sequence[tuple[str, KernelResult]],
+    models: Sequence[tuple[str, ModelResult]],
+    baseline: Baseline | None = None,
+) -> list[Case]:
+    """(server, result) pairs as cases; `baseline` replaces the published figures in ratios."""
+    found = [_kernel_case(server, result, baseline) for server, result in kernels]
+    for (server, result), scaled in zip(models, scaling(models), strict=True):
+        efficiency = scaled.vs_one_server if result.servers > 1 else scaled.vs_one_gpu
+        found.append(_model_case(server, result, efficiency, baseline))
+    return found
+
+
+def _kernel_case(server: str, result: KernelResult, baseline: Baseline | None) -> Case:
+    ratio = result.ratio
+    if baseline is not None:
+        base, rate = baseline.get(kernel_key(result)), kernel_rate(result)
+        ratio = rate / base if base and rate is not None else None
+    efficiency = (result.gbps / result.nominal_gbps
+                  if result.gbps is not None and result.nominal_gbps else None)  # fmt: skip
+    figures = {"tflops": result.tflops, "gbps": result.gbps, "busbw_gbps": result.busbw_gbps,
+               "ratio": ratio, "efficiency": efficiency,
+               "median_ms": result.median_s * 1000 if result.median_s else None}  # fmt: skip
+    keys = {"kind": result.kind, "precision": result.precision, "direction": result.direction,
+            "shape": result.shape, "framework": result.framework, "device": result.device,
+            "server": server}  # fmt: skip
+    words = f"{server}: {result.kind} {result.shape} {result.direction} {result.precision}"
+    return Case(words, figures, KERNEL_FIGURES, keys, result.error)
+
+
+def _model_case(
+    server: str, result: ModelResult, efficiency: float | None, baseline: Baseline | None
+) -> Case:
+    reference = result.reference_images_per_s
+    if baseline is not None:
+        reference = baseline.get(model_key(result))
+    rate = result.images_per_s
+    figures = {"images_per_second": rate, "ratio": rate / reference if rate and reference
+               else None, "efficiency": efficiency, "accuracy": result.accuracy,
+               "time_to_accuracy_s": result.time_to_accuracy_s}  # fmt: skip
+    keys = {"model": result.model, "precision": result.precision, "gpus": str(result.gpus),
+            "servers": str(result.servers), "batch": str(result.batch),
+            "framework": result.framework, "device": result.device, "server": server}  # fmt: skip
+    unit = "GPU" if result.device == "cuda" else "proc"
+    words = (f"{server}: {result.model} ×{result.gpus} {unit} {result.precision} "
+             f"batch {result.batch}")  # fmt: skip
+    return Case(words, figures, MODEL_FIGURES, keys, result.error)
+
+
+def failures(assertions: Sequence[Assertion], found: Sequence[Case]) -> list[str]:
+    """One line per failed check: the assertion, the case and its figure."""
+    lines = []
+    for assertion in assertions:
+        matched = [case for case in found if _matches(assertion, case)]
+        if not matched:
+            lines.append(f"FAIL {assertion.label}: no result matched")
+        for case in matched:
+            if case.error is not None:
+                lines.append(f"FAIL {assertion.label}: {case.words} failed: {case.error}")
+                continue
+            value = case.figures[assertion.figure]
+            assert value is not None  # matched only where it has the figure
+            if not assertion.compare(value, assertion.threshold):
+                unit = case.units[assertion.figure]
+                lines.append(f"FAIL {assertion.label}: {case.words}: {value:.4g} {unit}")
+    return lines
+
+
+def _matches(assertion: Assertion, case: Case) -> bool:
+    if assertion.figure not in case.figures:
+        return False
+    if case.error is None and case.figures[assertion.figure] is None:
+        return False
+    return all(_same(key, case.keys.get(key), value) for key, value in assertion.filters.items())
+
+
+def _same(key: str, found: str | None, wanted: str) -> bool:
+    """A filter's match; a shape matches by its dimensions alone too ("shape=4096x4096x4096")."""
+    if found is None:
+        return False
+    return found == wanted or (key == "shape" and found.split()[0] == wanted)
+
+
+def load_baseline(path: str | os.PathLike[str]) -> Baseline:
+    """The rates of a `dltui bench --json` file, for ratios against a chosen baseline;
+    PlanError says why a file cannot be one."""
+    try:
+        document = json.loads(read_bounded(path, "baseline", MAX_BASELINE_BYTES))
+        kernels = [build(KernelResult, row, "baseline result") for row in document["results"]]
+        models = [build(ModelResult, row, "baseline model") for row in document["models"]]
+    except FileProblem as exc:
+        raise PlanError(str(exc)) from None
+    except (ValueError, KeyError, TypeError, ProtocolError) as exc:
+        raise PlanError(
+            f"baseline {name_of(path)}: not a dltui bench --json file ({exc})"
+        ) from None
+    found: Baseline = {}
+    for result in kernels:
+        if (rate := kernel_rate(result)) is not None and result.error is None:
+            found[kernel_key(result)] = rate
+    for model in models:
+        if model.images_per_s and model.error is None:
+            found[model_key(model)] = model.images_per_s
+    return found

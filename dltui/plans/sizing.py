@@ -1,0 +1,132 @@
+"""How big a run is before it starts: how many cases or training runs a plan holds, about how
+long that takes on a server, and the smaller defaults a CPU gets.
+
+Shared by the launcher (a plan's size and duration per server) and `dltui bench` (said up
+front). The counts match the engine's shape sets (a test holds them to bench/shapes.py); the
+durations are estimates from runs on an H200 and on a 2-core CPU (Xeon, AMX), scaled by the
+CPU's cores, so they say "about": the live progress keeps its own estimate from the pace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
+
+SET_CASES = {
+    "tiny": {"gemm": 4, "conv": 3, "rnn": 3, "allreduce": 2, "bandwidth": 2},
+    "quick": {"gemm": 10, "conv": 10, "rnn": 10, "allreduce": 7, "bandwidth": 3},
+    "full": {"gemm": 160, "conv": 94, "rnn": 53, "allreduce": 7, "bandwidth": 3},
+}
+"""Cases per kind in each shape set (bandwidth: sizes; each size is several copies)."""
+PASSES = {"gemm": 1, "conv": 3, "rnn": 2}
+"""Timed passes of each case: forward; forward, backward-data, backward-weights; forward and
+forward+backward."""
+
+CPU_WARMUP, CPU_STEPS = 2, 10
+"""Training steps on a CPU by default (a GPU's are the plan's: 10 and 100)."""
+CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32}
+"""Images per process and step on a CPU by default: a step of a second or two on a few cores
+(tf_cnn_benchmarks' batch of 512 makes an AlexNet step on two cores take most of a minute)."""
+
+TRAIN_GFLOP = {"resnet50": 3 * 4.1, "vgg16": 3 * 15.5, "googlenet": 3 * 1.5, "alexnet": 3 * 0.72}
+"""A training step's work per 224-pixel image: three times the forward pass."""
+
+STARTUP_S = {"gpu": 20.0, "cpu": 8.0}
+"""Starting the worker: the framework's import, the device, the first compile."""
+CASE_S = {
+    "gpu": {"gemm": 0.8, "conv": 2.5, "rnn": 1.5, "allreduce": 0.7, "bandwidth": 1.5},
+    "cpu": {"gemm": 12.0, "conv": 1.0, "rnn": 60.0, "allreduce": 1.0, "bandwidth": 1.0},
+}
+"""Seconds per timed pass of a quick-set case: on an H200 (its recordings: 17 cases in 18 s),
+on a 2-core Xeon (a case whose iteration outlasts the time bound runs it about 17 times:
+warm-up, sizing, samples; DeepBench's largest GEMM is 23 s an iteration in fp32 there, its
+long GRUs minutes). The full set's cases are of the same sizes; the tiny set's take well
+under the time bound."""
+TINY_CASE_S = 0.5
+TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
+"""Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core
+CPU in fp32 (AlexNet, batch 32: 7.6 images/s on a loaded one)."""
+COMPILE_S = {"gpu": 60.0, "cpu": 5.0}
+"""Building a model before its first step: torch.compile takes a minute on a GPU."""
+REFERENCE_CORES = 2
+
+
+def on_cpu(plan: Plan, inventory: Inventory) -> bool:
+    return plan.device == "cpu" or not inventory.gpus
+
+
+def kernel_cases(plan: KernelPlan, inventory: Inventory) -> int:
+    """Timed results the plan makes on this server: the progress bar's total."""
+    sizes = SET_CASES[plan.shape_set]
+    total = 0
+    for kind in plan.kinds:
+        if kind == "allreduce":
+            total += sizes[kind]
+        elif kind == "bandwidth":
+            gpus = 0 if on_cpu(plan, inventory) else len(inventory.gpus)
+            copies = 1 if gpus == 0 else 5 + gpus * (gpus - 1)
+            total += sizes[kind] * copies
+        else:
+            total += sizes[kind] * PASSES[kind] * len(plan.precisions)
+    return total
+
+
+def model_runs(plan: ModelPlan) -> int:
+    return len(plan.models) * len(plan.gpus)
+
+
+def for_cpu(plan: ModelPlan, warmup_given: bool = False, steps_given: bool = False) -> ModelPlan:
+    """The plan with a CPU's step counts where they were not asked for."""
+    return replace(
+        plan,
+        warmup=plan.warmup if warmup_given else CPU_WARMUP,
+        steps=plan.steps if steps_given else CPU_STEPS,
+    )
+
+
+def _cpu_scale(inventory: Inventory) -> float:
+    return REFERENCE_CORES / max(min(inventory.cpu_count, 64), 1)
+
+
+def estimate_s(plan: Plan, inventory: Inventory) -> float:
+    """About how long the plan runs on this server, in seconds."""
+    device = "cpu" if on_cpu(plan, inventory) else "gpu"
+    scale = _cpu_scale(inventory) if device == "cpu" else 1.0
+    if isinstance(plan, KernelPlan):
+        seconds = 0.0
+        for kind in plan.kinds:
+            per = TINY_CASE_S if plan.shape_set == "tiny" else CASE_S[device][kind] * scale
+            seconds += per * kernel_cases(replace(plan, kinds=[kind]), inventory)
+        return STARTUP_S[device] + seconds
+    seconds = 0.0
+    for model in plan.models:
+        batch = plan.batch or (CPU_BATCH[model] if device == "cpu" else 256)
+        work = TRAIN_GFLOP[model] * 1e9 * batch * (plan.image_size / 224) ** 2
+        step = work / TRAIN_RATE[device] * scale
+        for gpus in plan.gpus:
+            processes = gpus or max(len(inventory.gpus), 1)
+            # CPU processes share the cores: each step's work grows with them.
+            per_step = step * (processes if device == "cpu" else 1)
+            seconds += COMPILE_S[device] + (plan.warmup + plan.steps) * per_step
+    return STARTUP_S[device] + seconds
+
+
+def duration_words(seconds: float) -> str:
+    """'about 40 s', 'about 5 min', 'about 2 h'."""
+    if seconds < 90:
+        return f"about {max(round(seconds / 10) * 10, 10):.0f} s"
+    if seconds < 5400:
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def size_words(plan: Plan, inventory: Inventory) -> str:
+    """'60 cases, about 5 min' or '4 training runs, about 12 min'."""
+    if isinstance(plan, KernelPlan):
+        count = kernel_cases(plan, inventory)
+        what = f"{count} case{'s' * (count != 1)}"
+    else:
+        count = model_runs(plan)
+        what = f"{count} training run{'s' * (count != 1)}"
+    return f"{what}, {duration_words(estimate_s(plan, inventory))}"

@@ -1,0 +1,58 @@
+"""Every server's health events and alerts in one table (`e`), newest first: which box is sick,
+since when, and whether it is over."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header
+
+from dltui.fleet.state import Fleet
+
+REDRAW_S = 0.5
+COLUMNS = ("time", "server", "GPU", "severity", "kind", "state", "detail")
+
+
+class EventsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,e", "app.pop_screen", "Back")]
+
+    def __init__(self, fleet: Fleet) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self._drawn = -1
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(zebra_stripes=True, cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "health events and alerts"
+        self.query_one(DataTable).add_columns(*COLUMNS)
+        self.redraw()
+        self.set_interval(REDRAW_S, self.redraw)
+
+    def rows(self) -> list[tuple[str, ...]]:
+        found = []
+        for server in self.fleet.servers.values():
+            up = {id(event) for event in server.events.raised.values()}
+            for event in server.events.events:
+                when = event.wall - (server.offset or 0.0)
+                state = "up" if id(event) in up else event.state
+                found.append((when, (time.strftime("%H:%M:%S", time.localtime(when)),
+                                     server.name, "host" if event.gpu is None else str(event.gpu),
+                                     event.severity, event.kind, state, event.detail)))  # fmt: skip
+        return [row for _, row in sorted(found, key=lambda item: -item[0])]
+
+    def redraw(self) -> None:
+        if self.fleet.version == self._drawn:
+            return
+        self._drawn = self.fleet.version
+        table = self.query_one(DataTable)
+        table.clear()
+        rows = self.rows()
+        table.add_rows(rows or [("", "", "", "", "", "", "no health event or alert yet")])

@@ -1,0 +1,183 @@
+"""Every GPU of a server in one line each, as nvitop lists them: utilization, memory, power,
+temperature, SM clock, tensor activity, PCIe and NVLink, as many columns as the width holds.
+
+Bars are drawn against each field's physical scale (memory against its size, the clock against
+its maximum), so eight GPUs read at a glance at 80×24. The row under the cursor opens the
+detail screen (enter or d).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.content import Content
+
+from dltui.fleet.state import GpuView, ServerView
+from dltui.protocol.fields import throttle_words
+from dltui.tui.charts import gpu_info
+from dltui.tui.scales import CLOCK_FLOOR_MHZ, physical_top
+from dltui.tui.units import short
+from dltui.tui.widgets.graph import MUTED
+from dltui.tui.widgets.panel import FleetPanel
+from dltui.tui.widgets.spark import hbar
+
+HELD_DOWN = {
+    "software power cap",
+    "hardware slowdown",
+    "software thermal slowdown",
+    "hardware thermal slowdown",
+    "hardware power brake",
+}
+MAX_BAR = 16
+
+
+def _latest(gpu: GpuView, name: str) -> float | None:
+    series = gpu.series.get(name)
+    point = series.latest() if series is not None else None
+    return point[1] if point is not None else None
+
+
+def _pair(gpu: GpuView, up: str, down: str) -> str:
+    """'↑5.0G↓2.0G': a link's two directions in ten cells."""
+    words = []
+    for arrow, name in (("↑", up), ("↓", down)):
+        value = _latest(gpu, name)
+        words.append(
+            arrow + (short(value, "B/s").removesuffix("B/s") if value is not None else "–")
+        )
+    return "".join(words)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    header: str
+    width: int
+    """Cells of its text (a bar comes before it, if it has one)."""
+    bar: bool
+    text: Callable[[ServerView, GpuView], str]
+    fraction: Callable[[ServerView, GpuView], float | None] = lambda server, gpu: None
+
+
+def _fraction(name: str, floor: float = 0.0) -> Callable[[ServerView, GpuView], float | None]:
+    def fraction(server: ServerView, gpu: GpuView) -> float | None:
+        value = _latest(gpu, name)
+        top = physical_top(name, gpu.series, gpu_info(server, gpu.index)) or floor
+        return value / top if value is not None and top else None
+
+    return fraction
+
+
+def _memory(server: ServerView, gpu: GpuView) -> str:
+    used, total = (
+        _latest(gpu, "mem_used"),
+        physical_top("mem_used", gpu.series, gpu_info(server, gpu.index)),
+    )
+    if used is None:
+        return "–"
+    return f"{used / 2**30:.0f}/{total / 2**30:.0f}G" if total else short(used, "B")
+
+
+def _power(server: ServerView, gpu: GpuView) -> str:
+    power, limit = _latest(gpu, "power"), _latest(gpu, "power_limit")
+    if power is None:
+        return "–"
+    return f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"
+
+
+def _clock(server: ServerView, gpu: GpuView) -> str:
+    clock = _latest(gpu, "clock_sm")
+    return f"{clock:.0f}" if clock is not None else "–"
+
+
+def _percent(name: str) -> Callable[[ServerView, GpuView], str]:
+    return lambda server, gpu: short(_latest(gpu, name), "%")
+
+
+COLUMNS = (
+    Column("util", 4, True, _percent("util_gpu"), _fraction("util_gpu")),
+    Column("mem", 8, True, _memory, _fraction("mem_used")),
+    Column("power", 8, False, _power),
+    Column("temp", 4, False, lambda server, gpu: short(_latest(gpu, "temp"), "°C")),
+    Column("tensor", 6, False, _percent("tensor_active")),
+    Column("SM MHz", 4, True, _clock, _fraction("clock_sm", CLOCK_FLOOR_MHZ)),
+    Column("PCIe ↑↓", 10, False, lambda server, gpu: _pair(gpu, "pcie_tx", "pcie_rx")),
+    Column("NVLink ↑↓", 10, False, lambda server, gpu: _pair(gpu, "nvlink_tx", "nvlink_rx")),
+)
+"""In the order they are given up when the width runs short (the last first)."""
+BAR_MIN = 3
+INDEX = 3
+
+
+def fit(width: int, columns: tuple[Column, ...] = COLUMNS) -> tuple[list[Column], int]:
+    """The columns that fit `width`, and how wide each of their bars is."""
+    shown: list[Column] = []
+    used = INDEX
+    for column in columns:
+        need = 1 + column.width + (BAR_MIN + 1 if column.bar else 0)
+        if used + need > width:
+            break
+        shown.append(column)
+        used += need
+    bars = sum(column.bar for column in shown)
+    extra = (width - used) // bars if bars else 0
+    return shown, BAR_MIN + min(extra, MAX_BAR - BAR_MIN)
+
+
+def held_down(gpu: GpuView) -> bool:
+    """Whether power or heat holds its clocks down now."""
+    mask = _latest(gpu, "throttle")
+    return bool(mask) and bool(HELD_DOWN.intersection(throttle_words(int(mask or 0))))
+
+
+class GpuTable(FleetPanel):
+    """A header and a line per GPU; it is as tall as the GPU table of the server with most
+    GPUs on screen, so what comes under it lines up across servers."""
+
+    DEFAULT_CSS = """
+    GpuTable {
+        padding: 0 1;
+    }
+    """
+
+    def lines(self, width: int) -> list[Content]:
+        server = self.server
+        inventory = server.inventory
+        indices = sorted(
+            {gpu.index for gpu in inventory.gpus} if inventory else set() | server.gpus.keys()
+        )
+        if not indices:
+            return [Content.styled("no GPU", "$text-muted")]
+        columns, bar = fit(width)
+        header = "GPU"
+        for column in columns:
+            cells = (bar + 1 if column.bar else 0) + column.width
+            header += " " + column.header.ljust(cells)
+        lines = [Content.styled(header.rstrip(), "bold $text-muted")]
+        muted = self.muted
+        for index in indices:
+            lines.append(self._row(index, columns, bar, muted))
+        return lines
+
+    def _row(self, index: int, columns: list[Column], bar: int, muted: bool) -> Content:
+        server = self.server
+        gpu = server.gpus.get(index)
+        name = (f"{index:>2} ", "$text-muted")
+        if gpu is None:
+            return Content.assemble(name, ("no samples yet", "$text-muted"))
+        if gpu.state == "lost":
+            return Content.assemble(name, ("✕ lost: stopped answering NVML", "bold $text-error"))
+        if gpu.state == "error":
+            name = (f"{index:>2}⚠", "bold $text-warning")
+        value = "$text-muted" if muted else "bold"
+        parts: list[tuple[str, str] | str] = [name]
+        for column in columns:
+            parts.append(" ")
+            if column.bar:
+                fraction = column.fraction(server, gpu)
+                style = MUTED if muted else "$accent"
+                parts += [(hbar(fraction, bar), f"{style} on $boost"), " "]
+            text = column.text(server, gpu).rjust(column.width)
+            held = column.header == "SM MHz" and held_down(gpu) and not muted
+            parts.append((text, "bold $text-warning" if held else value))
+        return Content.assemble(*parts)

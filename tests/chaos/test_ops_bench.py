@@ -1,0 +1,90 @@
+"""Benchmarks and the GPUs' other work, and pass/fail benchmarks, on the CPU tiny set: a bench
+onto a (fake) GPU that someone else's process holds is refused unless forced, and a forced
+run's results say whose work they shared it with; `--assert` and a plan file's [assert] table
+pass, or fail with a line per case and exit 5."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import psutil
+import pytest
+
+from dltui.protocol.messages import Subscribe
+from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
+from tests.conftest import ROOT, dltui_command
+from tests.integration.test_agent_stream import connect
+
+pytest.importorskip("torch")
+
+TINY = ("--set", "tiny", "--kind", "gemm", "--iterations", "3", "--max-seconds", "0.2")
+
+
+def bench(address: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(dltui_command("bench", "kernels", "--agent", address, *TINY, *args),
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+
+
+async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
+    fake_nvml,  # noqa: F811 (the fixture)
+    agent_factory,
+    tmp_path,
+):
+    held = tmp_path / "held"
+    held.mkdir()
+    fake_nvml({"gpus": [{}], "contexts": str(held)})
+    agent = agent_factory()
+    holder = hold(held, 0)
+    owner = f"user {psutil.Process().username()} on GPU 0"
+    try:
+        client, _ = await connect(agent.address)  # wait for the agent's list to show it
+        await client.stream.send(Subscribe(1, 10.0))
+        await until(client.stream, listed(holder.pid))
+        await client.close()
+        refused = bench(agent.address)  # device auto: the GPU, if torch had one
+        assert refused.returncode == 2, refused.stderr
+        assert f"job refused: in use: {owner}; force the run" in refused.stderr
+        report = tmp_path / "forced.json"
+        forced = bench(agent.address, "--force", "--json", str(report))
+    finally:
+        stop(holder)
+    assert forced.returncode == 0, forced.stderr
+    assert f"busy: {owner} (forced: the figures below shared the GPUs with it)" in forced.stdout
+    results = json.loads(report.read_text())["results"]
+    assert results and all(result["others"] == owner for result in results)
+    cpu = bench(agent.address, "--device", "cpu")  # the CPU is not the GPU someone holds
+    assert cpu.returncode == 0, cpu.stderr
+
+
+def test_assertions_pass_or_fail_with_a_line_per_case(agent_factory):
+    agent = agent_factory()
+    passed = bench(agent.address, "--device", "cpu", "--assert", "tflops>=0 kind=gemm",
+                   "--assert", "ratio>=0")  # fmt: skip
+    assert passed.returncode == 5  # the tiny set has no published figures: nothing to match
+    assert passed.stdout.splitlines()[-1] == "FAIL ratio>=0: no result matched"
+    passed = bench(agent.address, "--device", "cpu", "--assert", "tflops>=0 kind=gemm")
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.splitlines()[-1] == "# all 1 assertion(s) passed"
+    failed = bench(agent.address, "--device", "cpu", "--assert", "tflops>=1e6 precision=fp32")
+    assert failed.returncode == 5
+    lines = [line for line in failed.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(lines) == 4  # the tiny set's four GEMMs, each named with its figure
+    assert lines[0].startswith("FAIL tflops>=1e6 precision=fp32: ")
+    assert ": gemm 64x64x64 NN fwd fp32: " in lines[0] and lines[0].endswith(" TFLOP/s")
+
+
+def test_a_plan_files_assert_table_decides_records_exit(agent_factory, tmp_path):
+    agent = agent_factory()
+    plan = tmp_path / "accept.toml"
+    plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\n'
+                    'iterations = 3\nmax_seconds = 0.2\n\n[assert]\n'
+                    'fast = "tflops>=1e6 shape=64x64x64"\n')  # fmt: skip
+    done = subprocess.run(
+        dltui_command("record", "-o", str(tmp_path / "a.dlrec"), "--plan", str(plan),
+                      agent.address),
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 5, done.stderr
+    assert "dltui record: FAIL fast (tflops>=1e6 shape=64x64x64): " in done.stderr
+    assert done.stderr.strip().endswith("1 assertion failure(s) of 1 assertion(s)")

@@ -1,0 +1,55 @@
+"""How big a run is before it starts: the counts match what the engine runs, a CPU gets its
+own step counts, and the words say it."""
+
+from __future__ import annotations
+
+import pytest
+
+from dltui.bench.shapes import cases
+from dltui.bench.suite import DIRECTIONS
+from dltui.plans import sizing
+from dltui.plans.names import KINDS, SHAPE_SETS
+from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
+
+
+def box(gpus: int) -> Inventory:
+    info = [GpuInfo(i, "NVIDIA H200", f"GPU-{i}", 141 << 30) for i in range(gpus)]
+    return Inventory("box", "Linux", "Xeon", 2, 24 << 30, info)
+
+
+@pytest.mark.parametrize("shape_set", SHAPE_SETS)
+@pytest.mark.parametrize("gpus", [0, 1, 8])
+def test_the_counts_are_what_the_engine_runs(shape_set: str, gpus: int) -> None:
+    for kind in KINDS:
+        plan = KernelPlan(shape_set=shape_set, kinds=[kind], precisions=["fp32", "bf16"])
+        if kind == "bandwidth":
+            expected = len(cases(shape_set, kind, gpus))
+        elif kind == "allreduce":
+            expected = len(cases(shape_set, kind))
+        else:
+            expected = len(cases(shape_set, kind)) * len(DIRECTIONS[kind]) * 2
+        assert sizing.kernel_cases(plan, box(gpus)) == expected, (shape_set, kind, gpus)
+
+
+def test_the_quick_set_is_sixty_passes_not_thirty_cases() -> None:
+    plan = KernelPlan(shape_set="quick", kinds=["gemm", "conv", "rnn"])
+    assert sizing.kernel_cases(plan, box(1)) == 10 + 10 * 3 + 10 * 2
+
+
+def test_a_cpu_gets_its_own_step_counts_unless_asked() -> None:
+    plan = ModelPlan(models=["alexnet"])
+    assert (sizing.for_cpu(plan).warmup, sizing.for_cpu(plan).steps) == (2, 10)
+    asked = ModelPlan(models=["alexnet"], warmup=1, steps=3)
+    assert sizing.for_cpu(asked, warmup_given=True, steps_given=True) == asked
+    assert sizing.on_cpu(plan, box(0)) and not sizing.on_cpu(plan, box(1))
+
+
+def test_sizes_in_words() -> None:
+    quick = KernelPlan(shape_set="quick", kinds=["gemm", "conv", "rnn"])
+    assert sizing.size_words(quick, box(1)).startswith("60 cases, about ")
+    assert sizing.size_words(quick, box(0)).endswith(" min")  # DeepBench's shapes on a CPU
+    runs = ModelPlan(models=["resnet50", "vgg16"], gpus=[1, 2])
+    assert sizing.size_words(runs, box(2)).startswith("4 training runs, about ")
+    assert [sizing.duration_words(s) for s in (3, 40, 600, 9000)] == [
+        "about 10 s", "about 40 s", "about 10 min", "about 2.5 h"
+    ]  # fmt: skip
