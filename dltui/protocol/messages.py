@@ -640,6 +640,7 @@ def _sample_wire(sample: Sample) -> dict[str, Any]:
                 "values": gpu.values,
                 "errors": gpu.errors,
                 "processes": None if gpu.processes is None else to_plain(gpu.processes),
+                "mig": None if gpu.mig is None else to_plain(gpu.mig),
             }
             for gpu in sample.gpus
         ],

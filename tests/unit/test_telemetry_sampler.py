@@ -223,10 +223,10 @@ def test_slow_values_stale_are_dropped_and_lost_gpus_get_none() -> None:
     }
     fresh, stale_at = fresh_slow(slow, now)
     assert stale_at == now - 0.2 + SLOW_MAX_AGE  # when pcie_tx goes stale: merged again then
-    first, second = (merged(gpu, fresh.get(gpu.index), None) for gpu in gpus)
+    first, second = (merged(gpu, fresh.get(gpu.index), None, None) for gpu in gpus)
     assert first.values == {"power": 300.0, "pcie_tx": 1e9}
     assert second.values == {}
-    assert merged(gpus[1], None, None) is gpus[1]  # nothing to add: the same sample
+    assert merged(gpus[1], None, None, None) is gpus[1]  # nothing to add: the same sample
 
 
 def test_the_rate_follows_set_rate_at_once_and_on_a_new_grid() -> None:
