@@ -1,28 +1,45 @@
 """What an agent costs the server it watches.
 
-Starts a real agent process on loopback with one client subscribed at the agent's rate, and
-reports its CPU time per sample per GPU, its share of one core per GPU, and its RSS. With
-`--gemm` (needs PyTorch and a GPU) it also runs a bf16 GEMM loop with and without the agent
-sampling, alternating rounds in the same run, and reports the slowdown.
+Starts a real agent process on loopback and keeps it busy the way its consumers would: a client
+subscribed at `--client-rate` (default: the agent's `--rate`), and/or a scraper fetching
+`/metrics` every `--scrape-interval` seconds. Reports the agent's CPU time per sample per GPU,
+its share of one core per GPU, and its RSS, from /proc. With `--gemm` (needs PyTorch and a GPU)
+it also runs a bf16 GEMM loop with and without the agent, alternating rounds in the same run,
+and reports the median slowdown.
 
-    python benchmarks/agent_overhead.py [--seconds 20] [--rate 10] [--gemm] [--json OUT]
+    python benchmarks/agent_overhead.py [--seconds 30] [--rate 10] [--repeat 3] [--json OUT]
+    python benchmarks/agent_overhead.py --no-client --scrape-interval 1       # a scraper only
+    python benchmarks/agent_overhead.py --fake-nvml 1 --profile OUT.txt       # no GPU needed
+    python benchmarks/agent_overhead.py --gemm --gemm-rounds 10               # on the device
 
-Targets (issue #2): ≤ 0.5% of one core per GPU at 10 Hz, RSS ≤ 60 MB, GEMM slowdown ≤ 0.2%.
+`--fake-nvml N` gives the agent the test suite's fake NVML with N GPM-capable GPUs: what the
+agent's own Python costs, on a machine without a GPU. `--profile` runs the agent under cProfile
+in every thread and writes the functions by their own time.
+
+Targets (issue #18, on the device): ≤ 0.5% of one core per GPU at 10 Hz with one client;
+≤ 0.2% with a 1 Hz scraper only; RSS ≤ 60 MB; GEMM slowdown ≤ 0.2%, the median of ≥ 10
+interleaved rounds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import io
 import json
 import os
+import pstats
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -34,28 +51,41 @@ from dltui.client.target import parse_target  # noqa: E402
 from dltui.client.transport import open_transport  # noqa: E402
 from dltui.protocol.messages import Sample, Subscribe  # noqa: E402
 
+FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
+
+
+def agent_env(fake_gpus: int | None) -> dict[str, str]:
+    """The agent's environment: with `fake_gpus`, the fake NVML with that many GPUs."""
+    if fake_gpus is None:
+        return os.environ | {"PYTHONPATH": str(ROOT)}
+    spec = {"gpus": [{"gpm": True}] * fake_gpus}
+    return os.environ | {"PYTHONPATH": f"{FAKE_NVML}:{ROOT}", "DLTUI_FAKE_NVML": json.dumps(spec)}
+
 
 class AgentUnderTest:
-    """An agent process and a client thread that keeps it streaming."""
+    """An agent process, a client thread that keeps it streaming and a scraper thread."""
 
-    def __init__(self, rate: float) -> None:
-        env = os.environ | {"PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dltui",
-                "agent",
-                "--listen",
-                "127.0.0.1:0",
-                "--rate",
-                str(rate),
-            ],
-            stderr=subprocess.PIPE,
-            env=env,
-        )
+    def __init__(
+        self,
+        rate: float,
+        client_rate: float | None,
+        scrape_interval: float | None = None,
+        fake_gpus: int | None = None,
+        profile: str | None = None,
+    ) -> None:
+        command = [sys.executable, "-m", "dltui"]
+        if profile is not None:
+            command = [sys.executable, str(Path(__file__).resolve()), "--profiled-agent", profile]
+        command += ["agent", "--listen", "127.0.0.1:0", "--rate", str(rate)]
+        if scrape_interval is not None:
+            command += ["--metrics", "127.0.0.1:0"]
+        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, env=agent_env(fake_gpus))
         assert self.process.stderr is not None
+        self.metrics_port: int | None = None
         for raw in self.process.stderr:
+            metrics = re.search(rb"metrics on http://\S+:(\d+)/metrics", raw)
+            if metrics:
+                self.metrics_port = int(metrics.group(1))
             match = re.search(rb"listening on \S+:(\d+), (\d+) GPU", raw)
             if match:
                 self.port, self.gpus = int(match.group(1)), int(match.group(2))
@@ -63,25 +93,40 @@ class AgentUnderTest:
         else:
             raise SystemExit("the agent did not start")
         threading.Thread(target=self._drain, daemon=True).start()
-        self.rate = rate
         self.samples = 0
+        self.scrapes = 0
         self._stop = threading.Event()
-        self._client = threading.Thread(target=lambda: asyncio.run(self._consume()), daemon=True)
-        self._client.start()
+        if client_rate is not None:
+            consume = lambda: asyncio.run(self._consume(client_rate))  # noqa: E731
+            threading.Thread(target=consume, daemon=True).start()
+        if scrape_interval is not None:
+            scrape = lambda: self._scrape(scrape_interval)  # noqa: E731
+            threading.Thread(target=scrape, daemon=True).start()
 
     def _drain(self) -> None:
         assert self.process.stderr is not None
         for _ in self.process.stderr:
             pass
 
-    async def _consume(self) -> None:
+    async def _consume(self, rate: float) -> None:
         transport = await open_transport(parse_target(f"127.0.0.1:{self.port}"))
         await handshake(transport.stream, None, "overhead-benchmark")
-        await transport.stream.send(Subscribe(1, self.rate))
+        await transport.stream.send(Subscribe(1, rate))
         while not self._stop.is_set():
             if isinstance(await transport.stream.receive(), Sample):
                 self.samples += 1
         await transport.close()
+
+    def _scrape(self, interval: float) -> None:
+        """GET /metrics every `interval` seconds, as Prometheus would (OpenMetrics asked for)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
+        due = time.monotonic()
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                answer.read()
+            self.scrapes += 1
+            due += interval
 
     def cpu_seconds(self) -> float:
         times = psutil.Process(self.process.pid).cpu_times()
@@ -93,17 +138,24 @@ class AgentUnderTest:
     def stop(self) -> None:
         self._stop.set()
         self.process.terminate()
-        self.process.wait(10)
+        self.process.wait(30)
 
 
-def measure_agent(seconds: float, rate: float) -> dict:
-    agent = AgentUnderTest(rate)
+def measure_agent(args: argparse.Namespace, profile: str | None = None) -> dict[str, Any]:
+    client_rate = None if args.no_client else (args.client_rate or args.rate)
+    agent = AgentUnderTest(args.rate, client_rate, args.scrape_interval, args.fake_nvml, profile)
     try:
         deadline = time.monotonic() + 10
-        while agent.samples < rate and time.monotonic() < deadline:  # warm: a second of samples
+        warm = lambda: agent.samples >= (client_rate or 0) and agent.scrapes >= 1  # noqa: E731
+        while not (warm() if args.scrape_interval else agent.samples >= (client_rate or 0)):
+            if time.monotonic() > deadline:
+                raise SystemExit("the agent sent nothing for 10 s")
             time.sleep(0.05)
+        time.sleep(2.0)  # past the start: the first slow reads, a rate change
+        if profile is not None:
+            agent.process.send_signal(signal.SIGUSR1)  # profile from here on
         cpu0, samples0, t0 = agent.cpu_seconds(), agent.samples, time.monotonic()
-        time.sleep(seconds)
+        time.sleep(args.seconds)
         cpu1, samples1, t1 = agent.cpu_seconds(), agent.samples, time.monotonic()
         rss = agent.rss()
     finally:
@@ -112,18 +164,18 @@ def measure_agent(seconds: float, rate: float) -> dict:
     per_gpu = max(agent.gpus, 1)
     return {
         "gpus": agent.gpus,
-        "rate_hz": rate,
+        "rate_hz": args.rate,
+        "client_rate_hz": client_rate,
+        "scrape_interval_s": args.scrape_interval,
         "seconds": round(wall, 2),
         "samples_delivered": samples,
-        "delivered_rate_hz": round(samples / wall, 2),
         "cpu_percent_of_one_core": round(100 * cpu / wall, 3),
         "cpu_percent_of_one_core_per_gpu": round(100 * cpu / wall / per_gpu, 3),
-        "cpu_us_per_sample_per_gpu": round(1e6 * cpu / max(samples, 1) / per_gpu, 1),
         "rss_mb": round(rss / 1e6, 1),
     }
 
 
-def measure_gemm_slowdown(rounds: int, seconds: float, rate: float) -> dict:
+def measure_gemm_slowdown(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     n = 8192
@@ -145,13 +197,15 @@ def measure_gemm_slowdown(rounds: int, seconds: float, rate: float) -> dict:
         return 2 * n**3 * count / (start.elapsed_time(end) / 1000) / 1e12
 
     tflops_for(3.0)  # warm-up: clocks, cuBLAS heuristics
+    seconds = args.seconds / 2
+    client_rate = None if args.no_client else (args.client_rate or args.rate)
     without, with_agent = [], []
-    for _ in range(rounds):
+    for _ in range(args.gemm_rounds):
         without.append(tflops_for(seconds))
-        agent = AgentUnderTest(rate)
+        agent = AgentUnderTest(args.rate, client_rate, args.scrape_interval, args.fake_nvml)
         try:
             deadline = time.monotonic() + 10
-            while agent.samples < 2 and time.monotonic() < deadline:
+            while agent.samples < 2 and client_rate and time.monotonic() < deadline:
                 time.sleep(0.01)
             with_agent.append(tflops_for(seconds))
         finally:
@@ -159,7 +213,7 @@ def measure_gemm_slowdown(rounds: int, seconds: float, rate: float) -> dict:
     off, on = statistics.median(without), statistics.median(with_agent)
     return {
         "gemm": f"bf16 {n}x{n}x{n}",
-        "rounds": rounds,
+        "rounds": args.gemm_rounds,
         "tflops_without_agent": [round(x, 1) for x in without],
         "tflops_with_agent": [round(x, 1) for x in with_agent],
         "median_without": round(off, 1),
@@ -168,25 +222,79 @@ def measure_gemm_slowdown(rounds: int, seconds: float, rate: float) -> dict:
     }
 
 
+def profiled_agent(out: str, argv: list[str]) -> None:
+    """Run `dltui AGENT-ARGS` with cProfile in every thread, timing CPU time per thread; SIGUSR1
+    starts the count again (after the start-up); on exit, write the functions by their own
+    time (what the agent's Python spends per tick is the point)."""
+    from dltui.cli import main
+
+    profiles: list[cProfile.Profile] = []
+
+    def start_profile(*_: object) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()  # replaces this hook for the rest of the thread
+
+    threading.setprofile(start_profile)
+    signal.signal(signal.SIGUSR1, lambda *_: [profile.clear() for profile in profiles])
+    main_profile = cProfile.Profile(time.thread_time)
+    profiles.append(main_profile)
+    main_profile.enable()
+    try:
+        main(argv)
+    finally:
+        main_profile.disable()
+        text = io.StringIO()
+        for profile in profiles:
+            profile.create_stats()
+        measured = [profile for profile in profiles if profile.stats]  # type: ignore[attr-defined]
+        stats = pstats.Stats(*measured, stream=text)  # type: ignore[arg-type]
+        stats.sort_stats("tottime").print_stats(45)
+        Path(out).write_text(text.getvalue())
+
+
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--profiled-agent":
+        profiled_agent(sys.argv[2], sys.argv[3:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--rate", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rate", type=float, default=10.0, help="the agent's --rate")
+    parser.add_argument("--client-rate", type=float, help="the client's rate (default --rate)")
+    parser.add_argument("--no-client", action="store_true", help="no client subscribed")
+    parser.add_argument("--scrape-interval", type=float, metavar="S",
+                        help="serve --metrics and scrape it every S seconds")  # fmt: skip
+    parser.add_argument("--fake-nvml", type=int, metavar="GPUS",
+                        help="the suite's fake NVML with GPUS GPUs (no GPU needed)")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1, help="measure this many times")
+    parser.add_argument("--profile", metavar="OUT", help="profile the agent; write to OUT")
     parser.add_argument("--gemm", action="store_true", help="also measure GEMM slowdown (GPU)")
-    parser.add_argument("--gemm-rounds", type=int, default=4)
+    parser.add_argument("--gemm-rounds", type=int, default=10)
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
 
-    report = {"agent": measure_agent(args.seconds, args.rate)}
+    runs = [measure_agent(args) for _ in range(args.repeat)]
+    report: dict[str, Any] = {"agent": runs[0] if len(runs) == 1 else {
+        **{k: v for k, v in runs[0].items() if k not in MEASURED},
+        **{k: sorted(run[k] for run in runs) for k in MEASURED},
+        "median_cpu_percent_of_one_core_per_gpu": statistics.median(
+            run["cpu_percent_of_one_core_per_gpu"] for run in runs),
+    }}  # fmt: skip
+    if args.profile:
+        measure_agent(args, profile=args.profile)
+        report["profile"] = args.profile
     if args.gemm:
-        report["gemm"] = measure_gemm_slowdown(args.gemm_rounds, args.seconds / 2, args.rate)
+        report["gemm"] = measure_gemm_slowdown(args)
     for section, figures in report.items():
         print(f"[{section}]")
-        for key, value in figures.items():
-            print(f"  {key:34} {value}")
+        for key, value in figures.items() if isinstance(figures, dict) else [("", figures)]:
+            print(f"  {key:40} {value}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 
+
+MEASURED = ("seconds", "samples_delivered", "cpu_percent_of_one_core",
+            "cpu_percent_of_one_core_per_gpu", "rss_mb")  # fmt: skip
 
 if __name__ == "__main__":
     main()

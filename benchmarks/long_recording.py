@@ -1,6 +1,10 @@
 """A long session made from a real recording: its frames looped, with their times shifted.
 
-For the seek benchmark (a 24-hour, 8-GPU, 10 Hz recording) and the seek tests. The samples are
+For the seek and export benchmarks (a 24-hour, 8-GPU, 10 Hz recording) and their tests:
+
+    python benchmarks/long_recording.py --hours 24 [--gpus 8] -o day.dlrec
+
+The samples are
 the H200 fixture's, in order, at 10 Hz, their two GPUs' readings spread over `gpus` GPUs (GPU
 k reads as the fixture's GPU k mod 2 did a few seconds apart, so no two are alike); every
 second a link update and a pong, as a live connection has; every `every_s` the fixture's
@@ -9,13 +13,27 @@ benchmark job again, under a new id, and half-way between, a five-second outage.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Pong, Sample, Welcome
-from dltui.recording.format import Record
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dltui.protocol.messages import (
+    JobEnd,
+    JobProgress,
+    JobResult,
+    Link,
+    Pong,
+    Sample,
+    Welcome,
+)
+from dltui.recording.format import Header, Record
 from dltui.recording.reader import RecordingReader
+from dltui.recording.writer import RecordingWriter
 
 H200 = Path(__file__).resolve().parents[1] / "tests/fixtures/h200x2-kernels.dlrec"
 SOURCE = "gpu-01:7070"
@@ -84,3 +102,38 @@ def _job_frame(record: Record, suffix: str, received: float) -> Record:
     if isinstance(message, JobEnd):
         message = dataclasses.replace(message, wall=received)
     return Record(received, SOURCE, message)
+
+
+BACKLOG = 50_000
+"""Records handed to the writer and not yet on disk, at most: looping is faster than writing,
+and a day's records held in its queue would take gigabytes."""
+
+
+def write(path: Path, seconds: float, gpus: int = 8, every_s: float = 3600.0) -> Path:
+    """`path`, a new recording of `seconds` of `looped` session."""
+    writer = RecordingWriter(path, Header("long_recording", time.time(), {SOURCE: SOURCE}))
+    for count, record in enumerate(looped(seconds, gpus, every_s), 1):
+        writer.write(record.source, record.message, record.received)
+        while count - writer.records > BACKLOG and writer.failure is None:
+            time.sleep(0.01)  # ok: waiting for the writer's thread to catch up
+    writer.close()
+    if writer.failure is not None:
+        raise SystemExit(writer.failure)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    args = parser.parse_args()
+    began = time.perf_counter()
+    write(args.output, args.hours * 3600, args.gpus)
+    size = args.output.stat().st_size
+    print(f"{args.output}: {args.hours:g} h, {args.gpus} GPUs, {size / 1e6:.1f} MB, written in "
+          f"{time.perf_counter() - began:.0f} s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

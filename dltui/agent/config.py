@@ -9,6 +9,11 @@
     log_level = "info"
     nvml_timeout = 30              # then the agent goes on without GPUs
     data_dirs = ["/data/imagenet"] # folders a time-to-accuracy plan may read (default: none)
+    metrics = "127.0.0.1:9470"     # Prometheus /metrics (beyond loopback: TLS or insecure)
+    metrics_tls_cert = "/etc/dltui/metrics.pem"
+    metrics_tls_key = "/etc/dltui/metrics.key"
+    metrics_tls_client_ca = "/etc/dltui/prometheus-ca.pem"
+    metrics_insecure = false       # plain HTTP beyond loopback, on purpose
 
     [[alert]]                      # alert rules, evaluated in the agent (agent/alerts.py)
     name = "hot"
@@ -36,7 +41,11 @@ MAX_NVML_TIMEOUT_S = 3600.0
 MAX_CONFIG_BYTES = 64 << 10
 """A config is a dozen lines; a bigger file is refused before it is parsed."""
 MAX_DATA_DIRS = 64
-_PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca")
+METRICS_PORT = 9470
+"""/metrics's port when `metrics` names a host alone."""
+_PATHS = ("secret_file", "tls_cert", "tls_key", "tls_client_ca", "metrics_tls_cert",
+          "metrics_tls_key", "metrics_tls_client_ca")  # fmt: skip
+_FLAGS = ("stdio", "metrics_insecure")
 
 
 class ConfigFileError(UsageError):
@@ -50,7 +59,8 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         table = load_toml(path, "config", MAX_CONFIG_BYTES)
     except FileProblem as exc:
         raise ConfigFileError(str(exc)) from None
-    known = {"listen", "stdio", "rate", "log_level", "nvml_timeout", "data_dirs", "alert", *_PATHS}
+    known = {"listen", "metrics", "rate", "log_level", "nvml_timeout", "data_dirs", "alert",
+             *_PATHS, *_FLAGS}  # fmt: skip
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(
@@ -75,7 +85,9 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 def _setting(key: str, value: Any) -> Any:
     if key == "listen":
         return parse_host_port(_text(value))
-    if key == "stdio":
+    if key == "metrics":
+        return parse_host_port(_text(value), METRICS_PORT)
+    if key in _FLAGS:
         if type(value) is not bool:
             raise ValueError(f"expected true or false, got {quote(value)}")
         return value

@@ -6,10 +6,14 @@ import asyncio
 import logging
 import ssl
 import sys
+from typing import TYPE_CHECKING
 
 from dltui.agent.alerts import Rule
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
+
+if TYPE_CHECKING:  # prometheus-client is loaded only when metrics are served
+    from dltui.agent.metrics_server import MetricsOptions, MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +26,12 @@ def run(
     nvml_timeout: float = OPEN_DEADLINE,
     data_dirs: tuple[str, ...] = (),
     rules: list[Rule] | None = None,
+    metrics: MetricsOptions | None = None,
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
     clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
     Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
-    config's alert rules."""
+    config's alert rules. With `metrics`, serve /metrics there too."""
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
                       on_event=lambda event: agent.events.add([event]))  # fmt: skip
@@ -36,7 +41,8 @@ def run(
         # that user's account): its plans may read any folder that user can.
         data_dirs = ("/",)
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs,
-                  rules)  # fmt: skip
+                  rules, sampling=sampler.set_rate)  # fmt: skip
+    sampler.set_rate(agent.demand.rate_hz)  # slowly, until a client or a scraper asks for more
 
     def ready(port: int) -> None:
         assert listen is not None  # only serve_tcp calls it
@@ -48,11 +54,32 @@ def run(
 
     serve = agent.serve_tcp(*listen, ready) if listen else agent.serve_stdio()
     sampler.start()
+    server = None
     try:
+        if metrics is not None:
+            try:
+                server = _serve_metrics(metrics, agent, sampler)
+            except OSError as exc:
+                where = f"{metrics.host}:{metrics.port}"
+                print(f"dltui agent: cannot serve metrics on {where}: {exc.strerror or exc}",
+                      file=sys.stderr)  # fmt: skip
+                serve.close()
+                return 2
         asyncio.run(run_until_signal(serve))
     except OSError as exc:
         print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     finally:
+        if server is not None:
+            server.close()
         sampler.stop()
     return 0
+
+
+def _serve_metrics(options: MetricsOptions, agent: Agent, sampler: Sampler) -> MetricsServer:
+    from dltui.agent.metrics import registry_for
+    from dltui.agent.metrics_server import MetricsServer
+
+    server = MetricsServer(options, registry_for(agent, sampler))
+    log.info("metrics on %s", server.url)
+    return server

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable
 from dltui.agent.admission import Admission, Waiting
 from dltui.agent.alerts import Rule
 from dltui.agent.config import ConfigFileError
+from dltui.agent.demand import SamplingDemand
 from dltui.agent.events import EventLog
 from dltui.agent.jobs import Jobs
 from dltui.agent.listener import accept_forever, listening_socket
 from dltui.agent.occupancy import Occupancy
+from dltui.agent.results import ResultBoard
 from dltui.agent.session import Session
 from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
@@ -68,9 +70,16 @@ class Agent:
         tls: ssl.SSLContext | None = None,
         data_dirs: tuple[str, ...] = (),
         rules: list[Rule] | None = None,
+        sampling: Callable[[float], object] | None = None,
     ) -> None:
+        """`sampling` is told the rate the clients and scrapers need, whenever it changes."""
         self.inventory = inventory
         self.rate_hz = rate_hz
+        """The most samples a second: what clients are told, and the most they get."""
+        self.demand = SamplingDemand(rate_hz, sampling or (lambda rate: None))
+        self.latest: Sample | None = None
+        """The sampler's latest sample, for /metrics."""
+        self.results = ResultBoard(inventory.hostname)
         self.agent_id = agent_id
         self.secret = secret
         self.tls = tls
@@ -89,20 +98,21 @@ class Agent:
             self.tls is not None and self.tls.verify_mode == ssl.CERT_REQUIRED
         )
 
-    # Called from the sampler thread.
+    # Called from the sampler thread: the sample is encoded here, once for every client, and
+    # the event loop is woken only when a client has subscribed.
     def on_sample(self, sample: Sample) -> None:
+        self.latest = sample
+        self.demand.check()
         self.occupancy.observe(sample)
         self.events.observe(sample)
         loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._broadcast, sample)
+        if self.demand.clients and loop is not None and not loop.is_closed():
+            frame = encode_frame(to_wire(sample))
+            loop.call_soon_threadsafe(self._broadcast, sample.mono, frame)
 
-    def _broadcast(self, sample: Sample) -> None:
-        if not self.sessions:
-            return
-        frame = encode_frame(to_wire(sample))
+    def _broadcast(self, mono: float, frame: bytes) -> None:
         for session in self.sessions:
-            session.offer(sample.mono, frame)
+            session.offer(mono, frame)
 
     def on_event(self, event: Event) -> None:
         """An event to every client, from the thread that raised it."""
@@ -112,6 +122,7 @@ class Agent:
 
     def publish(self, message: Message) -> None:
         """A job's frame to every client, encoded once; never dropped for a slow client."""
+        self.results.observe(message)
         frame = encode_frame(to_wire(message))
         for session in self.sessions:
             if session.ready:
@@ -132,6 +143,7 @@ class Agent:
             await session.run()
         finally:
             self.sessions.discard(session)
+            self.demand.subscribe(session, None)
 
     async def serve_tcp(self, host: str, port: int, ready: Callable[[int], None]) -> None:
         """Serve until cancelled; `ready` gets the bound port (useful with port 0)."""

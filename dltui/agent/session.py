@@ -97,17 +97,30 @@ class Session:
         """
         if self._period is None:
             return
-        tick = 1.0 / self.agent.rate_hz
+        tick = 1.0 / self.agent.demand.rate_hz  # the sampler's rate now, which follows demand
         if self._period > tick * 1.05:
             if self._due is not None and mono < self._due - tick / 2:
                 return
             due = mono if self._due is None else self._due + self._period
             self._due = due if due > mono else mono + self._period
+        if self._idle():  # nothing waits: straight to the socket, no task switch
+            self.stream.write_frame(frame)
+            return
         if len(self._samples) >= QUEUE_LIMIT:
             self._samples.popleft()
             self.dropped += 1
         self._samples.append(frame)
         self._wake.set()
+
+    def _idle(self) -> bool:
+        """Nothing queued, nothing unsent in the transport, the writer waiting for work."""
+        transport = self.stream.writer.transport
+        return (
+            self._writer is not None
+            and not (self._closing or self._samples or self._control)
+            and not transport.is_closing()
+            and transport.get_write_buffer_size() == 0
+        )
 
     def _reply(self, message: Message) -> None:
         self.deliver(encode_frame(to_wire(message)))
@@ -287,6 +300,7 @@ class Session:
             if not 0 < message.rate_hz <= MAX_RATE_HZ:
                 raise ProtocolError(f"rate {message.rate_hz} Hz is outside (0, {MAX_RATE_HZ:g}]")
             self._period, self._due = 1.0 / message.rate_hz, None
+            self.agent.demand.subscribe(self, message.rate_hz)
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))
         elif isinstance(message, Run):

@@ -6,10 +6,15 @@ import argparse
 import logging
 import ssl
 import sys
+from typing import TYPE_CHECKING
 
-from dltui.agent.config import MAX_NVML_TIMEOUT_S, data_dirs, load_config
+from dltui.agent.config import MAX_NVML_TIMEOUT_S, METRICS_PORT, data_dirs, load_config
 from dltui.commands.options import add_rate_option, listen_argument, number_argument, secret_option
 from dltui.errors import UsageError
+from dltui.protocol.address import parse_host_port
+
+if TYPE_CHECKING:
+    from dltui.agent.metrics_server import MetricsOptions
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,6 +55,23 @@ def parser() -> argparse.ArgumentParser:
         "--tls-client-ca", metavar="FILE", help="require client certificates signed by this CA "
         "(mutual TLS; enough to listen beyond loopback without a secret)"
     )  # fmt: skip
+    metrics = parser.add_argument_group("Prometheus")
+    metrics.add_argument(
+        "--metrics", metavar="HOST:PORT", type=_metrics_address,
+        help=f"serve /metrics for Prometheus there (port {METRICS_PORT} if none is given); "
+        "beyond loopback only with TLS or --metrics-insecure",
+    )  # fmt: skip
+    metrics.add_argument("--metrics-tls-cert", metavar="FILE", help="serve /metrics over HTTPS")
+    metrics.add_argument("--metrics-tls-key", metavar="FILE", help="that certificate's key (PEM)")
+    metrics.add_argument(
+        "--metrics-tls-client-ca", metavar="FILE",
+        help="let in only scrapers with a client certificate this CA signed",
+    )  # fmt: skip
+    metrics.add_argument(
+        "--metrics-insecure", action="store_true",
+        help="serve /metrics in plain HTTP beyond loopback: anyone who reaches the port reads "
+        "what the server is and does",
+    )  # fmt: skip
     return parser
 
 
@@ -71,7 +93,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
     listen = None if args.stdio else args.listen
     folders = tuple(args.data_dir or args.data_dirs)
-    return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders, args.alert)
+    return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders, args.alert,
+                 _metrics(args))  # fmt: skip
 
 
 def _data_dir(text: str) -> str:
@@ -80,6 +103,41 @@ def _data_dir(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return folder
+
+
+def _metrics_address(text: str) -> tuple[str, int]:
+    try:
+        host, port = parse_host_port(text, METRICS_PORT)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    assert port is not None  # METRICS_PORT fills a missing one in
+    return host, port
+
+
+def _metrics(args: argparse.Namespace) -> MetricsOptions | None:
+    """Where and how to serve /metrics; UsageError for what cannot be done safely."""
+    tls_files = (args.metrics_tls_cert, args.metrics_tls_key, args.metrics_tls_client_ca)
+    if args.metrics is None:
+        if any(tls_files) or args.metrics_insecure:
+            raise UsageError("the --metrics-* options need --metrics HOST:PORT")
+        return None
+    if bool(args.metrics_tls_cert) != bool(args.metrics_tls_key):
+        raise UsageError("--metrics-tls-cert and --metrics-tls-key go together")
+    if args.metrics_tls_client_ca and not args.metrics_tls_cert:
+        raise UsageError("--metrics-tls-client-ca needs --metrics-tls-cert and --metrics-tls-key")
+    from dltui.agent.listener import server_context
+    from dltui.agent.metrics_server import MetricsOptions
+
+    tls = None
+    if args.metrics_tls_cert:
+        try:
+            tls = server_context(*tls_files)
+        except (OSError, ssl.SSLError) as exc:
+            raise UsageError(f"cannot use the metrics TLS files: {exc}") from exc
+    host, port = args.metrics
+    options = MetricsOptions(host, port, tls, args.metrics_insecure)
+    options.check()
+    return options
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:

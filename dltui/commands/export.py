@@ -1,4 +1,5 @@
-"""`dltui export FILE --format csv|json|parquet -o OUT`: a recording as tidy tables."""
+"""`dltui export FILE --format csv|json|parquet|openmetrics -o OUT`: a recording as tidy tables,
+or as OpenMetrics for `promtool tsdb create-blocks-from openmetrics`."""
 
 from __future__ import annotations
 
@@ -11,19 +12,25 @@ from dltui.recording.export import FORMATS, export
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui export",
-        description="Telemetry and benchmark results of recordings as tidy tables.",
+        description="Telemetry and benchmark results of recordings as tidy tables (csv, json, "
+        "parquet), or as OpenMetrics text for promtool to import into Prometheus.",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--format", choices=FORMATS, default="csv")
     parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="a directory (csv, parquet) or a file"
-    )
+        "-o", "--output", type=Path, required=True,
+        help="a directory (csv, parquet) or a file (json, openmetrics)",
+    )  # fmt: skip
     return parser
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     rows = export(args.files, args.format, args.output)
+    if args.format == "openmetrics":
+        print(f"dltui export: {rows['telemetry']} points, {rows['results']} kernel results and "
+              f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
+        return 0
     print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
           f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
           f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip

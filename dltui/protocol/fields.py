@@ -37,6 +37,8 @@ GPU_FIELDS = _table(
     FieldSpec("ecc_uncorrected", "", "uncorrected ECC errors since driver load"),
     FieldSpec("nvlink_tx", "B/s", "NVLink transmit"),
     FieldSpec("nvlink_rx", "B/s", "NVLink receive"),
+    FieldSpec("nvlink_tx_bytes", "B", "NVLink bytes sent since driver load"),
+    FieldSpec("nvlink_rx_bytes", "B", "NVLink bytes received since driver load"),
     FieldSpec("pcie_tx", "B/s", "PCIe transmit"),
     FieldSpec("pcie_rx", "B/s", "PCIe receive"),
     FieldSpec("sm_active", "%", "SM active (GPM)"),

@@ -616,9 +616,35 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
 
 def to_wire(message: Message) -> dict[str, Any]:
     """A message as the plain map msgpack sends."""
+    if type(message) is Sample:
+        return _sample_wire(message)
     wire = {"type": message.TYPE}
     wire.update(to_plain(message))
     return wire
+
+
+def _sample_wire(sample: Sample) -> dict[str, Any]:
+    """A sample's map built field by field: an agent makes one every tick, and the generic walk
+    (to_plain) visits every value of every GPU to find that each is a plain number. Its maps of
+    values are the sample's own (not copied): the caller only packs them."""
+    return {
+        "type": Sample.TYPE,
+        "seq": sample.seq,
+        "wall": sample.wall,
+        "mono": sample.mono,
+        "host": {"values": sample.host.values, "cpu_per_core": sample.host.cpu_per_core},
+        "gpus": [
+            {
+                "index": gpu.index,
+                "state": gpu.state,
+                "values": gpu.values,
+                "errors": gpu.errors,
+                "processes": None if gpu.processes is None else to_plain(gpu.processes),
+                "mig": None if gpu.mig is None else to_plain(gpu.mig),
+            }
+            for gpu in sample.gpus
+        ],
+    }
 
 
 _SCALARS = (int, float, str, bytes, bool, type(None))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,8 @@ class NvmlGateway:
         self.driver_version: str | None = None
         self.cuda_version: str | None = None
         self.watch = CallWatch()
+        self.errors: Counter[str] = Counter()
+        """NVML call -> how many times it failed (NotSupported is support, not an error)."""
 
     @property
     def count(self) -> int:
@@ -283,7 +286,8 @@ class NvmlGateway:
         return {"throttle": mask}
 
     def _read_nvlink(self, dev: _Device) -> dict[str, float]:
-        """NVLink TX/RX rates from the cumulative KiB counters and their own timestamps."""
+        """NVLink TX/RX rates from the cumulative KiB counters and their own timestamps, and
+        the counters themselves in bytes (Prometheus counters)."""
         nvml = self._nvml
         scopes = dev.nvlink_scopes
         ids = [(nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, scope) for scope in scopes]
@@ -304,22 +308,26 @@ class NvmlGateway:
                 raise exc
             totals[position // len(scopes)] += _field_value(entry)
             stamp = max(stamp, entry.timestamp)
+        counters: dict[str, float] = {
+            "nvlink_tx_bytes": totals[0] * KIB,
+            "nvlink_rx_bytes": totals[1] * KIB,
+        }
         previous = dev.nvlink_prev
         dev.nvlink_prev = (stamp, totals[0], totals[1])
         if previous is None:
-            return {}
+            return counters
         seconds = (stamp - previous[0]) / 1e6
         if seconds <= 0:  # NVML answered from the same update: the rate has not moved
             dev.nvlink_prev = previous
-            return dict(dev.nvlink_rate)
+            return {**counters, **dev.nvlink_rate}
         if totals[0] < previous[1] or totals[1] < previous[2]:
             dev.nvlink_rate = {}  # counters reset (driver reload): start over
-            return {}
+            return counters
         dev.nvlink_rate = {
             "nvlink_tx": (totals[0] - previous[1]) * KIB / seconds,
             "nvlink_rx": (totals[1] - previous[2]) * KIB / seconds,
         }
-        return dict(dev.nvlink_rate)
+        return {**counters, **dev.nvlink_rate}
 
     # --- slow reads --------------------------------------------------------------------------
 
@@ -582,6 +590,10 @@ class NvmlGateway:
         slot = self.watch.calling(name)
         try:
             return function(*args)
+        except self._nvml.NVMLError as exc:
+            if self._kind(exc) != "unsupported":
+                self.errors[name] += 1
+            raise
         finally:
             self.watch.returned(slot)
 

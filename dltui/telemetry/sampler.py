@@ -2,9 +2,14 @@
 
 The fast thread ticks at the asked rate on a monotonic grid (tick k is due at start + k·period),
 so the rate does not drift; when a tick overruns it runs the late tick at once and drops the
-ones it missed rather than bursting to catch up. GPM and the blocking PCIe call run on a second
-thread, and the fast tick merges the latest of their values, so a slow NVML call never delays a
-sample. NVML never runs on the agent's event loop: `on_sample` is called from the fast thread.
+ones it missed (counted in `missed`) rather than bursting to catch up. GPM and the blocking PCIe
+call run on a second thread, and the fast tick merges the latest of their values, so a slow NVML
+call never delays a sample. NVML never runs on the agent's event loop: `on_sample` is called
+from the fast thread.
+
+The rate follows what consumers need (`set_rate`, the agent decides): a change takes a sample at
+once and starts a new grid. The slow thread and the watchdog follow it too: nothing is read or
+checked more often than samples are taken (the slow reads' own intervals are the floor).
 
 A call that never returns is outlived: a watchdog thread finds a GPU read past its deadline,
 marks that GPU hung (its samples say so) and starts a new fast or slow thread that skips it;
@@ -13,7 +18,6 @@ the stuck thread ends when its call returns (see nvml_watch).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import threading
@@ -34,14 +38,17 @@ log = logging.getLogger(__name__)
 SLOW_MAX_AGE = 2.5 * max(SLOW_INTERVALS.values())
 """Seconds after which a slow value is dropped rather than shown as current."""
 
-# A little over GPM's minimum, so scheduling jitter never brings two GPM samples closer than it.
-_SLOW_MIN_INTERVAL = GPM_MIN_INTERVAL * 1.05
+# The slow thread wakes as often as its most frequent read is due (GPM's 0.5 s; never under
+# GPM's minimum), or as samples are taken, if that is rarer: each read's interval is a multiple.
+_SLOW_MIN_INTERVAL = max(min(SLOW_INTERVALS.values()), GPM_MIN_INTERVAL * 1.05)
 
 FAST_DEADLINE = 0.25
 """Seconds one GPU's fast read may take (it takes microseconds) before the GPU counts as hung."""
 SLOW_DEADLINE = 2.0
 """The same for one slow read (the longest, the PCIe call, blocks about 20 ms)."""
-WATCH_INTERVAL = 0.1
+MAX_WATCH_INTERVAL = 1.0
+"""The watchdog looks for a stuck read once a fast deadline, or once a tick at lower rates (a
+tick is what a stuck read holds up), and at least this often."""
 OPEN_DEADLINE = 30.0
 """Seconds NVML may take to start and list the GPUs (seconds per GPU without persistence mode)
 before the agent goes on without them."""
@@ -66,13 +73,19 @@ class Sampler:
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
         self.rate_hz = rate_hz
+        """The rate it starts at; `set_rate` changes it."""
         self.open_deadline = open_deadline
         self.period = 1.0 / rate_hz
+        self._fast_deadline = max(FAST_DEADLINE, 2 * self.period)
         self._on_sample = on_sample
         self._gateway = gateway if gateway is not None else NvmlGateway()
         self._host = host if host is not None else HostSampler()
         self._inventory: Inventory | None = None
         self._stopping = threading.Event()
+        self._wake_fast = threading.Event()
+        self._wake_slow = threading.Event()
+        self._wake_watch = threading.Event()
+        """Set on a rate change or a stop: the loops look again at once."""
         self._threads: list[threading.Thread] = []
         self._fast: threading.Thread | None = None
         self._slow_reader: threading.Thread | None = None
@@ -87,8 +100,32 @@ class Sampler:
         self._on_event = on_event
         """Gets each XID, from a thread of its own."""
         self._slow_lock = threading.Lock()
+        self._fresh: dict[int, dict[str, float]] = {}
+        """The slow values as samples carry them, rebuilt only when a slow read brought new
+        ones (`_slow_changed`) or one of them went stale (`_fresh_until`)."""
+        self._slow_changed = False
+        self._fresh_until = math.inf
         self._seq = 0
         self._last_error: dict[str, str] = {}
+        self.lag = 0.0
+        """Seconds the last tick ran after it was due."""
+        self.missed = 0
+        """Ticks dropped because the loop ran late."""
+
+    @property
+    def nvml_errors(self) -> dict[str, int]:
+        """NVML call -> calls that failed (fields a GPU does not support are not errors)."""
+        return dict(self._gateway.errors)
+
+    def set_rate(self, rate_hz: float) -> None:
+        """Sample at `rate_hz` from now on: a sample now, then on the new schedule. Any thread."""
+        if not rate_hz > 0:
+            raise ValueError(f"rate_hz must be positive, got {rate_hz}")
+        if 1.0 / rate_hz != self.period:
+            self.period = 1.0 / rate_hz
+            self._wake_fast.set()
+            self._wake_slow.set()
+            self._wake_watch.set()
 
     @property
     def inventory(self) -> Inventory:
@@ -155,6 +192,9 @@ class Sampler:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the threads, wait for them, and close NVML."""
         self._stopping.set()
+        self._wake_fast.set()
+        self._wake_slow.set()
+        self._wake_watch.set()
         stuck = []
         for thread in self._threads:
             # A thread already given up on as hung gets no more time.
@@ -166,14 +206,15 @@ class Sampler:
             log.warning("sampler threads %s did not stop; leaving NVML open", stuck)
             return
         self._gateway.close()
+        self._host.close()
 
     # --- threads -----------------------------------------------------------------------------
 
     def _run_fast(self) -> None:
-        self._gateway.watch.watch_this_thread(max(FAST_DEADLINE, 2 * self.period))
-        start = time.monotonic()
-        tick = 0
+        self._gateway.watch.watch_this_thread(self._fast_deadline)
+        start, period, tick = time.monotonic(), self.period, 0
         while not self._stopping.is_set() and threading.current_thread() is self._fast:
+            self.lag = max(0.0, time.monotonic() - (start + tick * period))
             try:
                 self._guarded("sample", self._tick)
             except CallAbandoned:
@@ -181,25 +222,40 @@ class Sampler:
             tick += 1
             now = time.monotonic()
             # Late: run the latest due tick now and drop the earlier missed ones.
-            tick = max(tick, math.floor((now - start) / self.period))
-            if self._stopping.wait(max(0.0, start + tick * self.period - now)):
-                break
+            latest = math.floor((now - start) / period)
+            if latest > tick:
+                self.missed += latest - tick
+                tick = latest
+            if self._sleep(self._wake_fast, start + tick * period, period):
+                start, period, tick = time.monotonic(), self.period, 0  # a new rate: a new grid
+
+    def _sleep(self, wake: threading.Event, until: float, period: float) -> bool:
+        """Wait until `until`; True, at once, when the rate changes or the sampler stops."""
+        while (delay := until - time.monotonic()) > 0:
+            if wake.wait(delay):
+                wake.clear()
+                if self._stopping.is_set() or self.period != period:
+                    return True
+        return self._stopping.is_set()
 
     def _run_slow(self) -> None:
         self._gateway.watch.watch_this_thread(SLOW_DEADLINE)
-        interval = max(_SLOW_MIN_INTERVAL, self.period)
         while not self._stopping.is_set() and threading.current_thread() is self._slow_reader:
-            began = time.monotonic()
+            began, period = time.monotonic(), self.period
             try:
                 self._guarded("slow read", self._slow_tick)
             except CallAbandoned:
                 return
-            if self._stopping.wait(max(0.0, began + interval - time.monotonic())):
-                break
+            self._sleep(self._wake_slow, began + max(_SLOW_MIN_INTERVAL, period), period)
 
     def _run_watch(self) -> None:
-        """Replace a fast or slow thread stuck in NVML with a new one."""
-        while not self._stopping.wait(WATCH_INTERVAL):
+        """Replace a fast or slow thread stuck in NVML with a new one; at once when the rate
+        changes (a client waiting for samples is not kept waiting on a stuck tick)."""
+        while not self._stopping.is_set():
+            if self._wake_watch.wait(min(max(FAST_DEADLINE, self.period), MAX_WATCH_INTERVAL)):
+                self._wake_watch.clear()
+                if self._stopping.is_set():
+                    break
             for ident in self._gateway.watch.abandon_stuck():
                 if self._fast is not None and ident == self._fast.ident:
                     self._abandoned.append(self._fast)
@@ -214,15 +270,16 @@ class Sampler:
         mono = time.monotonic()
         wall = time.time()
         with self._slow_lock:
-            gpus = merge_slow(gpus, self._slow, mono)
+            if self._slow_changed or mono > self._fresh_until:
+                self._fresh, self._fresh_until = fresh_slow(self._slow, mono)
+                self._slow_changed = False
+            fresh = self._fresh
             if threading.current_thread() is not self._fast:
                 return  # replaced while this tick was stuck: the new thread publishes
             processes, self._processes = self._processes, {}
             mig, self._mig = self._mig, {}
-        if processes or mig:
-            gpus = [dataclasses.replace(gpu, processes=processes.get(gpu.index),
-                                        mig=mig.get(gpu.index))
-                    if gpu.index in processes or gpu.index in mig else gpu
+        if fresh or processes or mig:
+            gpus = [merged(gpu, fresh.get(gpu.index), processes.get(gpu.index), mig.get(gpu.index))
                     for gpu in gpus]  # fmt: skip
         self._seq += 1
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
@@ -239,6 +296,7 @@ class Sampler:
                 stamped = self._slow.setdefault(index, {})
                 for name, value in fields.items():
                     stamped[name] = (value, now)
+            self._slow_changed = self._slow_changed or bool(values)
 
     def _guarded(self, what: str, step: Callable[[], None]) -> None:
         """Run one step; an exception is logged (once per distinct message) and the loop goes on."""
@@ -257,21 +315,33 @@ class Sampler:
             self._last_error.pop(what, None)
 
 
-def merge_slow(
-    gpus: list[GpuSample], slow: SlowValues, now: float, max_age: float = SLOW_MAX_AGE
-) -> list[GpuSample]:
-    """Each live GPU's sample with its slow values no older than `max_age` added.
+def fresh_slow(
+    slow: SlowValues, now: float, max_age: float = SLOW_MAX_AGE
+) -> tuple[dict[int, dict[str, float]], float]:
+    """Each GPU's slow values no older than `max_age`, and when the first of them goes stale."""
+    fresh: dict[int, dict[str, float]] = {}
+    oldest = math.inf
+    for index, stamped in slow.items():
+        kept = {}
+        for name, (value, stamp) in stamped.items():
+            if now - stamp <= max_age:
+                kept[name] = value
+                oldest = min(oldest, stamp)
+        if kept:
+            fresh[index] = kept
+    return fresh, oldest + max_age
 
-    A value from the fast read wins over a slow one of the same name.
-    """
-    merged = []
-    for gpu in gpus:
-        fresh = {
-            name: value
-            for name, (value, stamp) in slow.get(gpu.index, {}).items()
-            if now - stamp <= max_age
-        }
-        if gpu.state == "ok" and fresh:
-            gpu = dataclasses.replace(gpu, values={**fresh, **gpu.values})
-        merged.append(gpu)
-    return merged
+
+def merged(
+    gpu: GpuSample,
+    slow: dict[str, float] | None,
+    processes: list[GpuProcess] | None,
+    mig: list[MigSample] | None,
+) -> GpuSample:
+    """A live GPU's sample with its slow values added (a fast read's value wins over a slow one
+    of the same name), and the process list and MIG readings read since the last sample, if
+    there are any."""
+    values = {**slow, **gpu.values} if slow and gpu.state == "ok" else gpu.values
+    if values is gpu.values and processes is None and mig is None:
+        return gpu
+    return GpuSample(gpu.index, gpu.state, values, gpu.errors, processes, mig)

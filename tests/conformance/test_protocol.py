@@ -266,8 +266,12 @@ def test_samples_as_the_document_describes_them(client):
 
 
 def test_a_rate_between_ticks_is_kept_on_average(plain, connect):
+    fastest = connect(plain)  # at the agent's rate: it samples every tick for this one
+    rate = fastest.handshake()["rate_hz"]
+    fastest.send({"type": "subscribe", "seq": 1, "rate_hz": rate})
+    fastest.receive_until("sample")
     peer = connect(plain)
-    rate = peer.handshake()["rate_hz"]
+    peer.handshake()
     wanted = rate * 0.7  # 7 Hz from a 10 Hz agent
     peer.send({"type": "subscribe", "seq": 1, "rate_hz": wanted})
     samples = samples_spanning(peer, 3.0)

@@ -62,30 +62,49 @@ def test_memory_and_counters_are_read_at_their_own_slower_interval(monkeypatch) 
     sampler = HostSampler(clock=clock, counter_interval=0.5)
     reads = []
     monkeypatch.setattr(sampler, "_counters", lambda: reads.append(clock.now) or {"net_rx": 0})
+    samples = []
     for _ in range(10):  # one second at 10 Hz
-        values = sampler.read().values
-        assert {"cpu", "load1", "mem_used"} <= set(values)  # the slower values repeat
+        samples.append(sampler.read())
+        assert {"cpu", "load1", "mem_used"} <= set(samples[-1].values)  # the values repeat
         clock.now += 0.1
     assert len(reads) == 2  # at 0 s and at 0.5 s
+    assert len({id(sample) for sample in samples}) == 2  # CPU too: a 0.1 s share is jiffy noise
+
+
+PROC_NET_DEV = b"""\
+Inter-|   Receive                                  |  Transmit
+ face |bytes    packets errs drop fifo frame compr multi|bytes    packets errs drop fifo colls
+    lo: 1000000000000 5 0 0 0 0 0 0 1000000000000 5 0 0 0 0 0 0
+  eth0:     100      2    0    0    0     0     0     0      200       3    0    0    0     0 0 0
+   ib0:       1      1    0    0    0     0     0     0        2       1    0    0    0     0 0 0
+"""
 
 
 def test_loopback_traffic_is_not_network_traffic(monkeypatch) -> None:
-    nic = SimpleNamespace
-    monkeypatch.setattr(
-        psutil,
-        "net_io_counters",
-        lambda pernic: {
-            "lo": nic(bytes_recv=10**12, bytes_sent=10**12),
-            "eth0": nic(bytes_recv=100, bytes_sent=200),
-            "ib0": nic(bytes_recv=1, bytes_sent=2),
-        },
-    )
-    counters = host._net_counters()
+    counters = host.net_totals(PROC_NET_DEV)
     assert (counters["net_rx"], counters["net_tx"]) == (101, 202)
+    nic = SimpleNamespace
+    monkeypatch.setattr(psutil, "net_io_counters", lambda pernic: {  # not Linux: psutil's
+        "lo": nic(bytes_recv=10**12, bytes_sent=10**12),
+        "eth0": nic(bytes_recv=100, bytes_sent=200),
+    })  # fmt: skip
+    assert host._psutil_net_totals() == {"net_rx": 100, "net_tx": 200}
+
+
+def test_proc_files_are_opened_once(monkeypatch) -> None:
+    sampler = HostSampler(counter_interval=0.0)
+    sampler.read()
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda *args: opened.append(args[0]) or real_open(*args))
+    for _ in range(3):
+        assert sampler.read().values["mem_total"] == psutil.virtual_memory().total
+    assert opened == []
+    sampler.close()
 
 
 def test_cpu_use_follows_a_busy_core() -> None:
-    sampler = HostSampler()
+    sampler = HostSampler(counter_interval=0.2)
     sampler.read()
     began = time.perf_counter()
     while time.perf_counter() - began < 0.3:  # keep one core busy
@@ -117,7 +136,7 @@ def test_disks_are_whole_physical_disks_only() -> None:
 
 
 def test_a_read_is_cheap() -> None:
-    sampler = HostSampler()
+    sampler = HostSampler(counter_interval=0.0)
     timings = []
     for _ in range(200):
         began = time.perf_counter()

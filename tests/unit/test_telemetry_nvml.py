@@ -538,7 +538,9 @@ def test_uninitialized_after_a_loss_is_a_loss_but_alone_an_error() -> None:
 def test_nvlink_rates_from_the_all_links_counters() -> None:
     gpu = FakeGpu(links=[1, 1], nvlink_kib={0: [1000, 100], 1: [1000, 100]})
     gateway, nvml = opened(gpu)
-    assert "nvlink_tx" not in gateway.read_slow()[0]  # a rate needs two reads
+    first = gateway.read_slow()[0]
+    assert "nvlink_tx" not in first  # a rate needs two reads; the counters are there at once
+    assert (first["nvlink_tx_bytes"], first["nvlink_rx_bytes"]) == (2000 * 1024, 200 * 1024)
     gpu.nvlink_kib[0][0] += 3000
     gpu.nvlink_kib[1][0] += 2000
     gpu.nvlink_kib[1][1] += 500
@@ -546,6 +548,7 @@ def test_nvlink_rates_from_the_all_links_counters() -> None:
     second = gateway.read_slow()[0]
     assert second["nvlink_tx"] == pytest.approx(5000 * 1024 / 0.5)
     assert second["nvlink_rx"] == pytest.approx(500 * 1024 / 0.5)
+    assert second["nvlink_tx_bytes"] == 7000 * 1024
     assert gpu.field_requests[-1] == [(FI_TX, ALL_LINKS), (FI_RX, ALL_LINKS)]
     # Milliseconds a call on NVLink machines: never on the fast tick.
     requests = len(gpu.field_requests)

@@ -16,7 +16,7 @@ import psutil
 from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, MigSample, Sample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
 from dltui.telemetry.nvml_watch import CallWatch
-from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, merge_slow
+from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, fresh_slow, merged
 
 TIMEOUT = 10.0
 
@@ -211,7 +211,7 @@ def test_stop_is_prompt_even_between_slow_ticks() -> None:
     assert time.monotonic() - began < 1.0
 
 
-def test_merge_slow_drops_stale_values_and_skips_lost_gpus() -> None:
+def test_slow_values_stale_are_dropped_and_lost_gpus_get_none() -> None:
     now = 100.0
     gpus = [
         GpuSample(index=0, state="ok", values={"power": 300.0}),
@@ -221,9 +221,31 @@ def test_merge_slow_drops_stale_values_and_skips_lost_gpus() -> None:
         0: {"pcie_tx": (1e9, now - 0.2), "sm_active": (90.0, now - SLOW_MAX_AGE - 0.1)},
         1: {"pcie_tx": (2e9, now)},
     }
-    first, second = merge_slow(gpus, slow, now)
+    fresh, stale_at = fresh_slow(slow, now)
+    assert stale_at == now - 0.2 + SLOW_MAX_AGE  # when pcie_tx goes stale: merged again then
+    first, second = (merged(gpu, fresh.get(gpu.index), None, None) for gpu in gpus)
     assert first.values == {"power": 300.0, "pcie_tx": 1e9}
     assert second.values == {}
+    assert merged(gpus[1], None, None, None) is gpus[1]  # nothing to add: the same sample
+
+
+def test_the_rate_follows_set_rate_at_once_and_on_a_new_grid() -> None:
+    collector = Collector(lambda s: len(s) >= 3)
+    sampler = Sampler(100, collector, gateway=FakeGateway())
+    sampler.set_rate(1.0)  # before the start: the first tick is at once anyway
+    sampler.start()
+    try:
+        collector.wait()  # ~2 s at 1 Hz
+        slow = list(collector.samples)
+        collector.done = lambda s: len(s) >= len(slow) + 20
+        collector.event.clear()
+        sampler.set_rate(50.0)
+        fast = collector.wait()[len(slow) :]
+    finally:
+        sampler.stop()
+    assert 1.6 < slow[2].mono - slow[0].mono < 2.6
+    assert fast[0].mono - slow[-1].mono < 0.5  # at once, not at the old grid's next tick
+    assert fast[19].mono - fast[0].mono < 1.0
 
 
 # --- inventory --------------------------------------------------------------------------------

@@ -1,0 +1,232 @@
+"""Prometheus names for what an agent measures, defined once: the agent's live `/metrics`
+endpoint and the OpenMetrics export of recordings both turn frames into points here, so a
+series has the same name and labels whether it was scraped or imported.
+
+Names end in their unit, in Prometheus's base units (bytes, seconds, joules, hertz, ratios of
+0–1); cumulative counts are counters (their samples end in `_total`), everything else is a
+gauge. A field a GPU does not support has no point (absent, not 0); a GPU NVML lost, or whose
+call hung, is `dltui_gpu_up 0` with no other point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS
+from dltui.protocol.messages import GpuInfo, JobProgress, KernelResult, ModelResult, Sample
+
+Kind = Literal["gauge", "counter"]
+
+HOST_LABELS = ("hostname",)
+GPU_LABELS = ("hostname", "gpu", "uuid", "name")
+BENCH_LABELS = ("hostname", "kind", "case", "direction", "precision", "framework", "device",
+                "gpus")  # fmt: skip
+TRAIN_LABELS = ("hostname", "case", "precision", "framework", "device", "gpus", "servers")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    """The family's name, its unit last; a counter's samples add `_total`."""
+    kind: Kind
+    help: str
+    labels: tuple[str, ...]
+    unit: str = ""
+    scale: float = 1.0
+    """A field's value times this is the metric's (percent to ratio, MHz to hertz)."""
+
+    @property
+    def sample_name(self) -> str:
+        return f"{self.name}_total" if self.kind == "counter" else self.name
+
+
+Point = tuple[MetricSpec, tuple[str, ...], float]
+"""A metric, its label values (in `spec.labels` order) and its value."""
+
+
+def _field(
+    prefix: str, field: str, stem: str, unit: str = "", kind: Kind = "gauge", scale: float = 1.0
+) -> tuple[str, MetricSpec]:
+    table, labels = (GPU_FIELDS, GPU_LABELS) if prefix == "gpu" else (HOST_FIELDS, HOST_LABELS)
+    name = f"dltui_{prefix}_{stem}" + (f"_{unit}" if unit else "")
+    return field, MetricSpec(name, kind, table[field].label, labels, unit, scale)
+
+
+PERCENT = 0.01
+MHZ = 1e6
+
+GPU_METRICS: dict[str, MetricSpec] = dict((
+    _field("gpu", "util_gpu", "utilization", "ratio", scale=PERCENT),
+    _field("gpu", "util_mem", "memory_utilization", "ratio", scale=PERCENT),
+    _field("gpu", "mem_used", "memory_used", "bytes"),
+    _field("gpu", "mem_total", "memory_total", "bytes"),
+    _field("gpu", "power", "power", "watts"),
+    _field("gpu", "power_limit", "power_limit", "watts"),
+    _field("gpu", "energy", "energy", "joules", "counter"),
+    _field("gpu", "temp", "temperature", "celsius"),
+    _field("gpu", "clock_sm", "sm_clock", "hertz", scale=MHZ),
+    _field("gpu", "clock_mem", "memory_clock", "hertz", scale=MHZ),
+    _field("gpu", "clock_sm_max", "sm_clock_max", "hertz", scale=MHZ),
+    _field("gpu", "ecc_corrected", "ecc_corrected_errors", kind="counter"),
+    _field("gpu", "ecc_uncorrected", "ecc_uncorrected_errors", kind="counter"),
+    _field("gpu", "nvlink_tx", "nvlink_transmit", "bytes_per_second"),
+    _field("gpu", "nvlink_rx", "nvlink_receive", "bytes_per_second"),
+    _field("gpu", "nvlink_tx_bytes", "nvlink_transmitted", "bytes", "counter"),
+    _field("gpu", "nvlink_rx_bytes", "nvlink_received", "bytes", "counter"),
+    _field("gpu", "pcie_tx", "pcie_transmit", "bytes_per_second"),
+    _field("gpu", "pcie_rx", "pcie_receive", "bytes_per_second"),
+    _field("gpu", "sm_active", "sm_active", "ratio", scale=PERCENT),
+    _field("gpu", "sm_occupancy", "sm_occupancy", "ratio", scale=PERCENT),
+    _field("gpu", "tensor_active", "tensor_active", "ratio", scale=PERCENT),
+    _field("gpu", "dram_active", "dram_active", "ratio", scale=PERCENT),
+    # health (read every 5 s): lifetime counts are counters, flags and the link now gauges
+    _field("gpu", "pcie_gen", "pcie_link_generation"),
+    _field("gpu", "pcie_width", "pcie_link_width"),
+    _field("gpu", "pcie_replay", "pcie_replays", kind="counter"),
+    _field("gpu", "retired_sbe", "retired_pages_single_bit", kind="counter"),
+    _field("gpu", "retired_dbe", "retired_pages_double_bit", kind="counter"),
+    _field("gpu", "retired_pending", "retired_pages_pending"),
+    _field("gpu", "remapped_correctable", "remapped_rows_correctable", kind="counter"),
+    _field("gpu", "remapped_uncorrectable", "remapped_rows_uncorrectable", kind="counter"),
+    _field("gpu", "remap_pending", "remap_pending"),
+    _field("gpu", "remap_failed", "remap_failed"),
+    _field("gpu", "nvlink_crc_errors", "nvlink_crc_errors", kind="counter"),
+    _field("gpu", "nvlink_replay_errors", "nvlink_replay_errors", kind="counter"),
+    _field("gpu", "nvlink_recovery_errors", "nvlink_recovery_errors", kind="counter"),
+))  # fmt: skip
+"""Telemetry field -> its metric; `throttle` (a bitmask) is THROTTLE, one point per reason."""
+
+HOST_METRICS: dict[str, MetricSpec] = dict((
+    _field("host", "cpu", "cpu_utilization", "ratio", scale=PERCENT),
+    _field("host", "load1", "load1"),
+    _field("host", "load5", "load5"),
+    _field("host", "load15", "load15"),
+    _field("host", "mem_used", "memory_used", "bytes"),
+    _field("host", "mem_total", "memory_total", "bytes"),
+    _field("host", "net_rx", "network_receive", "bytes_per_second"),
+    _field("host", "net_tx", "network_transmit", "bytes_per_second"),
+    _field("host", "disk_read", "disk_read", "bytes_per_second"),
+    _field("host", "disk_write", "disk_write", "bytes_per_second"),
+))  # fmt: skip
+
+GPU_UP = MetricSpec("dltui_gpu_up", "gauge", "1 while NVML answers for this GPU; 0 once it is "
+                    "lost, or while a call to it has not returned", GPU_LABELS)  # fmt: skip
+THROTTLE = MetricSpec("dltui_gpu_throttle_reason", "gauge", "1 while NVML reports this clock "
+                      "throttle reason", (*GPU_LABELS, "reason"))  # fmt: skip
+
+BENCH_TFLOPS = MetricSpec("dltui_bench_tflops", "gauge", "the latest result of a benchmark "
+                          "case, TFLOP/s", BENCH_LABELS)  # fmt: skip
+BENCH_GBPS = MetricSpec("dltui_bench_gbps", "gauge", "the latest result of a benchmark case, "
+                        "GB/s (algorithm bandwidth)", BENCH_LABELS)  # fmt: skip
+TRAIN_IMAGES = MetricSpec("dltui_train_images_per_second", "gauge", "the latest training "
+                          "throughput of a model, images/s over every GPU of the run",
+                          TRAIN_LABELS)  # fmt: skip
+
+JOB_RUNNING = MetricSpec("dltui_job_running", "gauge", "1 while a benchmark job runs",
+                         HOST_LABELS)  # fmt: skip
+JOB_CASES_DONE = MetricSpec("dltui_job_cases_done", "gauge", "cases the running job has "
+                            "finished", HOST_LABELS)  # fmt: skip
+JOB_CASES = MetricSpec("dltui_job_cases", "gauge", "cases in the running job", HOST_LABELS)
+JOB_PROGRESS = MetricSpec("dltui_job_progress_ratio", "gauge", "how far the running job is, 0 to 1",
+                          HOST_LABELS, "ratio")  # fmt: skip
+JOBS_ENDED = MetricSpec("dltui_jobs_ended", "counter", "benchmark jobs ended since the agent "
+                        "started, by how they ended", (*HOST_LABELS, "state"))  # fmt: skip
+
+AGENT_INFO = MetricSpec("dltui_agent_info", "gauge", "the agent's version and the GPU driver "
+                        "it found", (*HOST_LABELS, "version", "driver", "cuda"))  # fmt: skip
+AGENT_CLIENTS = MetricSpec("dltui_agent_clients", "gauge", "clients logged in", HOST_LABELS)
+AGENT_DROPPED = MetricSpec("dltui_agent_samples_dropped", "counter", "samples dropped for a "
+                           "client that read too slowly", (*HOST_LABELS, "client"))  # fmt: skip
+AGENT_NVML_ERRORS = MetricSpec("dltui_agent_nvml_errors", "counter", "NVML calls that failed "
+                               "(not counting fields a GPU does not support)",
+                               (*HOST_LABELS, "call"))  # fmt: skip
+AGENT_LAG = MetricSpec("dltui_agent_sampling_lag_seconds", "gauge", "how late the last sample "
+                       "was taken against its schedule", HOST_LABELS, "seconds")  # fmt: skip
+AGENT_MISSED = MetricSpec("dltui_agent_samples_missed", "counter", "samples skipped because "
+                          "the sampling loop ran late", HOST_LABELS)  # fmt: skip
+AGENT_RATE = MetricSpec("dltui_agent_sampling_rate_hertz", "gauge", "samples taken per second "
+                        "now: what the clients and scrapers need, up to --rate", HOST_LABELS,
+                        "hertz")  # fmt: skip
+# The process's own figures under the names prometheus-client's ProcessCollector gives them,
+# so dashboards made for other Python exporters read them too; without labels, as there.
+PROCESS_CPU = MetricSpec("process_cpu_seconds", "counter", "Total user and system CPU time "
+                         "spent in seconds.", (), "seconds")  # fmt: skip
+PROCESS_RSS = MetricSpec("process_resident_memory_bytes", "gauge", "Resident memory size in "
+                         "bytes.", (), "bytes")  # fmt: skip
+AGENT_SAMPLE_AGE = MetricSpec("dltui_agent_sample_age_seconds", "gauge", "age of the sample "
+                              "this scrape was served from", HOST_LABELS, "seconds")  # fmt: skip
+
+
+def gpu_labels(hostname: str, index: int, info: GpuInfo | None) -> tuple[str, str, str, str]:
+    """A GPU's label values (GPU_LABELS), from the inventory the agent gave."""
+    if info is None:
+        return hostname, str(index), "", ""
+    return hostname, str(index), info.uuid, info.name
+
+
+def sample_points(
+    sample: Sample, hostname: str, gpu_label_values: Mapping[int, tuple[str, ...]]
+) -> Iterator[Point]:
+    """Every point of one sample: the host's fields, then each GPU's `up` and fields."""
+    host = (hostname,)
+    for field, value in sample.host.values.items():
+        spec = HOST_METRICS.get(field)
+        if spec is not None:
+            yield spec, host, value * spec.scale
+    for gpu in sample.gpus:
+        labels = gpu_label_values.get(gpu.index) or (hostname, str(gpu.index), "", "")
+        yield GPU_UP, labels, 1.0 if gpu.state == "ok" else 0.0
+        for field, value in gpu.values.items():
+            spec = GPU_METRICS.get(field)
+            if spec is not None:
+                yield spec, labels, value * spec.scale
+            elif field == "throttle":
+                mask = int(value)
+                for bit, words in THROTTLE_REASONS.items():
+                    yield THROTTLE, (*labels, words), 1.0 if mask & bit else 0.0
+
+
+def kernel_points(hostname: str, result: KernelResult) -> Iterator[Point]:
+    """A benchmark case's rates (none for a case that failed)."""
+    if result.error is not None:
+        return
+    gpus = str(result.params.get("ranks", 1 if result.device != "cpu" else 0))
+    labels = (hostname, result.kind, result.shape, result.direction, result.precision,
+              result.framework, result.device, gpus)  # fmt: skip
+    if result.tflops is not None:
+        yield BENCH_TFLOPS, labels, result.tflops
+    if result.gbps is not None:
+        yield BENCH_GBPS, labels, result.gbps
+
+
+def model_points(hostname: str, result: ModelResult) -> Iterator[Point]:
+    """A training run's throughput (none for a run that failed or was timed to accuracy)."""
+    if result.error is not None or result.images_per_s is None:
+        return
+    labels = (hostname, result.model, result.precision, result.framework, result.device,
+              str(result.gpus), str(result.servers))  # fmt: skip
+    yield TRAIN_IMAGES, labels, result.images_per_s
+
+
+def progress_points(hostname: str, progress: JobProgress | None) -> Iterator[Point]:
+    """The running job's progress; `None`: no job runs."""
+    host = (hostname,)
+    yield JOB_RUNNING, host, 0.0 if progress is None else 1.0
+    if progress is None:
+        return
+    yield JOB_CASES_DONE, host, float(progress.done)
+    yield JOB_CASES, host, float(progress.total)
+    if progress.total > 0:
+        ratio = (min(progress.done, progress.total) + (progress.fraction or 0.0)) / progress.total
+        yield JOB_PROGRESS, host, min(ratio, 1.0)
+
+
+TELEMETRY_SPECS = (*HOST_METRICS.values(), GPU_UP, *GPU_METRICS.values(), THROTTLE)
+RESULT_SPECS = (BENCH_TFLOPS, BENCH_GBPS, TRAIN_IMAGES)
+JOB_SPECS = (JOB_RUNNING, JOB_CASES_DONE, JOB_CASES, JOB_PROGRESS)
+AGENT_SPECS = (AGENT_INFO, AGENT_CLIENTS, AGENT_DROPPED, AGENT_NVML_ERRORS, AGENT_LAG,
+               AGENT_MISSED, AGENT_RATE, AGENT_SAMPLE_AGE, JOBS_ENDED, PROCESS_CPU,
+               PROCESS_RSS)  # fmt: skip
+ALL_SPECS = (*TELEMETRY_SPECS, *RESULT_SPECS, *JOB_SPECS, *AGENT_SPECS)

@@ -1,0 +1,196 @@
+"""`dltui agent --metrics`: a real agent with the suite's fake NVML, scraped as Prometheus would
+(OpenMetrics asked for, parsed with prometheus-client's own parser). The values are the ones
+the agent streams to its clients; a lost or hung GPU is `dltui_gpu_up 0`, answered at once; an
+unsupported field is absent; benchmark results and the agent's own health are metrics too."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from dltui.protocol.fields import THROTTLE_REASONS
+from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
+from dltui.protocol.metric_names import GPU_METRICS, HOST_METRICS
+from tests.conftest import ROOT, AgentProcess, wait_for
+from tests.integration.test_agent_stream import collect_samples, connect
+
+FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
+OPENMETRICS = {"Accept": "application/openmetrics-text; version=1.0.0"}
+
+Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch) -> Callable[[list[dict]], None]:
+    """Agents started after this see the fake NVML with these GPUs (tests/chaos/fake_nvml)."""
+    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
+    return lambda gpus: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps({"gpus": gpus}))
+
+
+def metrics_url(agent: AgentProcess) -> str:
+    for line in agent.log:
+        if match := re.search(r"metrics on (https?://\S+/metrics)", line):
+            return match.group(1)
+    raise AssertionError("the agent did not say where its metrics are: " + "\n".join(agent.log))
+
+
+def scrape(url: str, timeout: float = 10.0) -> tuple[Series, str]:
+    """Every sample of one scrape, by (name, sorted labels); and the text itself."""
+    request = urllib.request.Request(url, headers=OPENMETRICS)
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        assert answer.headers["Content-Type"].startswith("application/openmetrics-text")
+        text = answer.read().decode()
+    series: Series = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            series[sample.name, tuple(sorted(sample.labels.items()))] = sample.value
+    return series, text
+
+
+def pick(series: Series, metric: str, /, **labels: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of `metric` with these labels (and any others)."""
+    return {key: value for (found, key), value in series.items()
+            if found == metric and labels.items() <= dict(key).items()}  # fmt: skip
+
+
+def one(series: Series, metric: str, /, **labels: str) -> float:
+    (value,) = pick(series, metric, **labels).values()
+    return value
+
+
+async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_gpus):
+    fake_gpus([{"gpm": True}, {}])
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    client, welcome = await connect(agent.address)
+    await client.stream.send(Subscribe(1, 10.0))
+    sample = (await collect_samples(client.stream, 1.5))[-1]
+    await client.close()
+    series, text = scrape(metrics_url(agent))
+    host = welcome.inventory.hostname
+    for field in sample.host.values:  # each tick's own values differ: all there, and one known
+        assert pick(series, HOST_METRICS[field].sample_name, hostname=host)
+    assert one(series, "dltui_host_memory_total_bytes") == psutil.virtual_memory().total
+    for gpu in sample.gpus:
+        info = welcome.inventory.gpus[gpu.index]
+        labels = {"hostname": host, "gpu": str(gpu.index), "uuid": info.uuid, "name": info.name}
+        assert one(series, "dltui_gpu_up", **labels) == 1.0
+        for field, value in gpu.values.items():
+            if field in GPU_METRICS:
+                spec = GPU_METRICS[field]
+                assert one(series, spec.sample_name, **labels) == pytest.approx(value * spec.scale)
+        reasons = pick(series, "dltui_gpu_throttle_reason", **labels)
+        assert len(reasons) == len(THROTTLE_REASONS)
+        assert one(series, "dltui_gpu_throttle_reason", reason="idle", **labels) == 1.0  # 0x1
+    assert one(series, "dltui_gpu_power_watts", gpu="0") == 75.0  # the fake's 75,000 mW
+    assert one(series, "dltui_gpu_sm_clock_hertz", gpu="0") == 1980e6
+    assert one(series, "dltui_gpu_energy_joules_total", gpu="0") == 0.0  # a counter
+    assert "# TYPE dltui_gpu_energy_joules counter" in text
+    assert "# UNIT dltui_gpu_power_watts watts" in text
+    assert pick(series, "dltui_gpu_tensor_active_ratio", gpu="0")  # GPM on GPU 0 only:
+    assert not pick(series, "dltui_gpu_tensor_active_ratio", gpu="1")  # absent, not 0
+    assert one(series, "dltui_agent_info", hostname=host) == 1.0
+    assert one(series, "process_resident_memory_bytes") > 10e6
+    assert one(series, "process_cpu_seconds_total") > 0
+
+
+def test_a_lost_gpu_is_down_and_an_unsupported_field_absent(agent_factory, fake_gpus):
+    fake_gpus([{"faults": {"nvmlDeviceGetPowerUsage": "NotSupported"}},
+               {"faults": {"nvmlDeviceGetUtilizationRates": "GpuIsLost"}},
+               {"faults": {"nvmlDeviceGetTemperature": "Unknown"}}])  # fmt: skip
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+    series = wait_for(lambda: (s := scrape(url)[0]) and pick(s, "dltui_gpu_up") and s)
+    assert one(series, "dltui_gpu_up", gpu="0") == 1.0
+    assert not pick(series, "dltui_gpu_power_watts", gpu="0")  # NotSupported: no series
+    assert one(series, "dltui_gpu_temperature_celsius", gpu="0") == 30.0
+    assert one(series, "dltui_gpu_up", gpu="1") == 0.0
+    assert not [key for (name, key) in series if ("gpu", "1") in key and name != "dltui_gpu_up"]
+    assert one(series, "dltui_gpu_up", gpu="2") == 1.0  # an error this tick is not a lost GPU
+    assert not pick(series, "dltui_gpu_temperature_celsius", gpu="2")
+    assert one(series, "dltui_agent_nvml_errors_total",
+               call="nvmlDeviceGetTemperature") >= 1  # fmt: skip
+    assert not pick(series, "dltui_agent_nvml_errors_total", call="nvmlDeviceGetPowerUsage")
+
+
+def test_a_scrape_during_an_nvml_hang_answers_at_once_with_the_gpu_down(agent_factory, fake_gpus):
+    fake_gpus([{}, {"hangs": ["nvmlDeviceGetClockInfo"]}])  # never returns, for GPU 1
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+    wait_for(lambda: pick(scrape(url)[0], "dltui_gpu_up", gpu="1"), what="GPU 1 in a scrape")
+    for _ in range(5):
+        began = time.monotonic()
+        series, _ = scrape(url, timeout=2.0)
+        assert time.monotonic() - began < 1.0
+        assert one(series, "dltui_gpu_up", gpu="1") == 0.0
+        assert one(series, "dltui_gpu_up", gpu="0") == 1.0
+        assert one(series, "dltui_gpu_power_watts", gpu="0") == 75.0
+
+
+async def test_benchmark_results_and_progress_are_metrics(agent_factory):
+    pytest.importorskip("torch")
+    from tests.integration.test_jobs import TINY, until
+
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+    series, _ = scrape(url)
+    assert one(series, "dltui_job_running") == 0.0
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "job1", TINY))
+    seen: list = []
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
+    await client.close()
+    assert end.state == "done"
+    results = [m.result for m in seen if isinstance(m, JobResult) and m.result]
+    series, _ = scrape(url)
+    tflops = pick(series, "dltui_bench_tflops", kind="gemm", device="cpu", precision="fp32",
+                  framework="torch", gpus="0")  # fmt: skip
+    assert {dict(key)["case"]: value for key, value in tflops.items()} == {
+        r.shape: r.tflops for r in results if r.tflops is not None
+    }
+    assert one(series, "dltui_jobs_ended_total", state="done") == 1.0
+    assert one(series, "dltui_job_running") == 0.0
+
+
+async def test_sampling_follows_its_consumers(agent_factory):
+    """No client and a 1 Hz scraper: 1 Hz; a client at 10 Hz: 10 Hz at once; 1 Hz again once
+    it has left. (Each scrape here is the scraper: the test scrapes once a second.)"""
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+
+    async def scraped_once_a_second() -> Series:
+        for _ in range(3):
+            await asyncio.sleep(1.0)  # ok: the scraper's own interval is what is measured
+            series, _ = scrape(url)
+        return series
+
+    assert one(scrape(url)[0], "dltui_agent_sampling_rate_hertz") == 0.2  # nobody: every 5 s
+    assert one(await scraped_once_a_second(), "dltui_agent_sampling_rate_hertz") == 1.0
+    client, _ = await connect(agent.address)
+    await client.stream.send(Subscribe(1, 10.0))
+    samples = await collect_samples(client.stream, 1.0)
+    assert len(samples) >= 8 and all(isinstance(sample, Sample) for sample in samples)
+    series, _ = scrape(url)
+    assert one(series, "dltui_agent_sampling_rate_hertz") == 10.0
+    assert one(series, "dltui_agent_clients") == 1.0
+    assert one(series, "dltui_agent_samples_dropped_total") == 0.0
+    await client.close()
+    series = await scraped_once_a_second()
+    assert one(series, "dltui_agent_sampling_rate_hertz") == 1.0
+    assert one(series, "dltui_agent_clients") == 0.0
+
+
+def test_metrics_from_the_config_file(agent_factory, tmp_path: Path):
+    config = tmp_path / "agent.toml"
+    config.write_text('metrics = "127.0.0.1:0"\n')
+    agent = agent_factory("--config", str(config))
+    series, _ = scrape(metrics_url(agent))
+    assert pick(series, "dltui_host_memory_total_bytes")
