@@ -30,10 +30,11 @@ lint: $(VENV)/.test
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy
 
-# In parallel (pytest-xdist), one worker per core; worksteal evens out the long tests at the end.
-TEST_WORKERS ?= auto
+# In parallel (pytest-xdist): two workers per core, as most tests spend their time waiting on
+# agents and sockets; the longest tests are handed out first (tests/conftest.py).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=15
 
 # SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test

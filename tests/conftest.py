@@ -29,6 +29,12 @@ SLOW = pytest.mark.timeout(360)
 the same cores they take minutes, where the suite's 120 s would call a slow run a hang."""
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """SLOW tests first: handed out as the run begins, they end beside the short ones instead
+    of one worker starting a minute of TensorFlow as the others finish."""
+    items.sort(key=lambda item: item.get_closest_marker("timeout") is None)
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
     """Poll until `condition()` is truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -19,8 +19,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from dltui.commands.tui import check_terminal
     from dltui.tui.replay_app import create_replay_app
+    from dltui.tui.terminal import run_to_the_end
 
     app = create_replay_app(args.files)  # a file that is no recording is said first
     check_terminal()
-    app.run()
-    return app.return_code or 0
+    return run_to_the_end(app)

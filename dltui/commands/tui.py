@@ -70,6 +70,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     check_terminal()
     from dltui.tui.app import create_app
 
-    app = create_app(targets, secret=secret, rate_hz=args.rate)
-    app.run()
-    return app.return_code or 0
+    from dltui.tui.terminal import run_to_the_end
+
+    return run_to_the_end(create_app(targets, secret=secret, rate_hz=args.rate))

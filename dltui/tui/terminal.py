@@ -13,10 +13,14 @@ import os
 import select
 import signal
 import sys
+import threading
+import time
 
 from textual.app import App
 
 CHECK_S = 0.25
+THREADS_GRACE_S = 0.5
+"""After the app ends, how long its threads have to end too."""
 CLOSED = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
@@ -45,3 +49,26 @@ def watch_terminal(app: App[None]) -> None:
             app.exit()
 
     app.set_interval(CHECK_S, check)
+
+
+def run_to_the_end(app: App[None]) -> int:
+    """Run the app; its exit status. The process ends with it: Textual stops its input thread
+    only after writing to the terminal, and when the terminal went away that write can fail
+    first, leaving the thread reading end-of-file at full speed and the interpreter waiting
+    for it at exit (a dltui found spinning minutes after its tmux server was killed). A thread
+    still running after THREADS_GRACE_S ends with the process."""
+    app.run()
+    status = app.return_code or 0
+    deadline = time.monotonic() + THREADS_GRACE_S
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    for thread in others:
+        if not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() and not thread.daemon for thread in others):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # the terminal is gone
+        os._exit(status)
+    return status

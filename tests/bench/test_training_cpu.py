@@ -33,28 +33,24 @@ def train(plan: ModelPlan) -> tuple[list[ModelResult], list[tuple]]:
     return results, progress
 
 
+@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_every_model_trains_and_reports_its_throughput(framework):
+def test_every_model_trains_and_reports_its_throughput(framework, model):
     pytest.importorskip(framework)
-    plan = ModelPlan(framework=framework, models=list(MODELS), **TINY)
-    results, progress = train(plan)
-    assert [r.model for r in results] == list(MODELS)
-    for result in results:
-        assert result.error is None, result.error
-        assert (result.framework, result.device, result.gpus, result.batch) == (
-            framework, "cpu", 1, 2,
-        )  # fmt: skip
-        assert len(result.step_times) == result.steps == 3
-        assert all(0 < t < 60 for t in result.step_times)
-        # images/s is the whole timed run: batch × steps ÷ the steps' total time.
-        assert result.images_per_s == pytest.approx(2 * 3 / sum(result.step_times), rel=1e-3)
-        assert math.isfinite(result.spread) and result.spread >= 0
-        assert result.precision == "fp32" and not result.compiled  # a CPU's defaults
-        assert result.reference is None  # the published figures are GPUs'
-    # One case per model, each announced before its result, and the run's end.
-    assert sorted({done for done, *_ in progress}) == [0, 1, 2, 3, 4]
-    assert progress[-1][:2] == (4, 4)
-    assert any(len(p) == 4 and p[3] is not None and 0 < p[3] <= 1 for p in progress)
+    plan = ModelPlan(framework=framework, models=[model], **TINY)
+    (result,), _ = train(plan)
+    assert result.model == model
+    assert result.error is None, result.error
+    assert (result.framework, result.device, result.gpus, result.batch) == (
+        framework, "cpu", 1, 2,
+    )  # fmt: skip
+    assert len(result.step_times) == result.steps == 3
+    assert all(0 < t < 60 for t in result.step_times)
+    # images/s is the whole timed run: batch × steps ÷ the steps' total time.
+    assert result.images_per_s == pytest.approx(2 * 3 / sum(result.step_times), rel=1e-3)
+    assert math.isfinite(result.spread) and result.spread >= 0
+    assert result.precision == "fp32" and not result.compiled  # a CPU's defaults
+    assert result.reference is None  # the published figures are GPUs'
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -62,8 +58,12 @@ def test_a_sweep_over_two_processes_scales_with_gloo(framework):
     pytest.importorskip(framework)
     plan = ModelPlan(framework=framework, models=["googlenet"], gpus=[1, 2],
                      **TINY | {"image_size": 32})  # fmt: skip
-    results, _ = train(plan)
+    results, progress = train(plan)
     assert [(r.gpus, r.error) for r in results] == [(1, None), (2, None)]
+    # One case per run, each announced before its result, and the run's end.
+    assert sorted({done for done, *_ in progress}) == [0, 1, 2]
+    assert progress[-1][:2] == (2, 2)
+    assert any(len(p) == 4 and p[3] is not None and 0 < p[3] <= 1 for p in progress)
     one, two = results
     assert two.images_per_s == pytest.approx(2 * 2 * 3 / sum(two.step_times), rel=1e-3)
     efficiency = scaling([("vm", one), ("vm", two)])
@@ -82,24 +82,31 @@ def test_a_model_that_cannot_run_fails_alone():
         assert "64 CPU processes" in result.error or "cores" in result.error
 
 
+DIGITS = (0, 1, 7)
+"""Three of the ten classes: an epoch a third as long, and learnt in a few."""
+
+
 @pytest.fixture(scope="session")
 def digits(tmp_path_factory):
-    """scikit-learn's bundled handwritten digits, written out as a folder of PNGs per class."""
+    """Three of scikit-learn's bundled handwritten digits, written out as a folder of PNGs per
+    class."""
     datasets = pytest.importorskip("sklearn.datasets")
     image = pytest.importorskip("PIL.Image")
     root = tmp_path_factory.mktemp("digits")
     bunch = datasets.load_digits()
     for index, (pixels, label) in enumerate(zip(bunch.images, bunch.target, strict=True)):
+        if label not in DIGITS:
+            continue
         folder = root / f"digit-{label}"
         folder.mkdir(exist_ok=True)
         image.fromarray((pixels * 255 / 16).astype("uint8")).save(folder / f"{index:04d}.png")
     return root
 
 
-@pytest.mark.parametrize(("framework", "target"), [("torch", 0.8), ("tensorflow", 0.3)])
+@pytest.mark.parametrize(("framework", "target"), [("torch", 0.9), ("tensorflow", 0.67)])
 def test_time_to_accuracy_on_a_folder_of_real_images(digits, framework, target):
     """GoogLeNet learns the digits in a few epochs. tf_cnn_benchmarks' GoogLeNet has no batch
-    norm and starts slower: its target, three times chance, keeps the test to four epochs."""
+    norm and starts slower: its target, twice chance, keeps the test to about five epochs."""
     pytest.importorskip(framework)
     plan = ModelPlan(
         framework=framework, models=["googlenet"], device="cpu", image_size=32, batch=32,
