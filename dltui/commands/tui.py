@@ -69,7 +69,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     targets = reach(args, args.agents or [Target("local")])  # each server once
     check_terminal()
     from dltui.tui.app import create_app
-
     from dltui.tui.terminal import run_to_the_end
 
     return run_to_the_end(create_app(targets, secret=secret, rate_hz=args.rate))
