@@ -31,10 +31,12 @@ lint: $(VENV)/.test
 	$(PY) -m mypy
 
 # In parallel (pytest-xdist): two workers per core, as most tests spend their time waiting on
-# agents and sockets; the longest tests are handed out first (tests/conftest.py).
+# agents and sockets; the longest tests are handed out first (tests/conftest.py). Bytecode is
+# written even where the environment says not to: the suite starts hundreds of Python
+# processes, and each would compile dltui (and each worker rewrite every test) again.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=15
 
 # SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test
