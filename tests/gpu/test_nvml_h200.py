@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -20,16 +20,6 @@ pytestmark = pytest.mark.gpu
 
 TIMEOUT = 30.0
 CHEAP_FIELDS = ("util_gpu", "power", "mem_used", "temp", "clock_sm")
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[NvmlGateway]:
-    gateway = NvmlGateway()
-    gateway.open()
-    if gateway.count == 0:
-        pytest.skip(f"no GPU through NVML: {gateway.error}")
-    yield gateway
-    gateway.close()
 
 
 class Recorder:

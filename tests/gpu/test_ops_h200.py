@@ -42,16 +42,6 @@ torch.cuda.synchronize()
 """
 
 
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[NvmlGateway]:
-    gateway = NvmlGateway()
-    gateway.open()
-    if gateway.count == 0:
-        pytest.skip(f"no GPU through NVML: {gateway.error}")
-    yield gateway
-    gateway.close()
-
-
 @pytest.fixture
 def holder() -> Iterator[subprocess.Popen[str]]:
     """A second process that holds GPU 0 and keeps it busy for a minute."""
