@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable
 
 from dltui.agent.alerts import AlertRules, Rule
@@ -34,6 +35,7 @@ class EventLog:
         self._count = 0
         self._raised: dict[tuple[str, int | None, str | None], Event] = {}
         """Conditions up now: what a client that logs in is told first."""
+        self._counts: Counter[tuple[str, str]] = Counter()
 
     def observe(self, sample: Sample) -> None:
         """A sample's health and alert-rule events (the sampler's thread)."""
@@ -56,6 +58,8 @@ class EventLog:
                     self._raised[event.condition] = event
                 elif event.state == "resolved":
                     self._raised.pop(event.condition, None)
+                if event.state != "resolved":
+                    self._counts[event.kind, event.severity] += 1
                 if event.kind != "alert":
                     waiting += self._alerts.on_event(event)
                 done.append(event)
@@ -69,3 +73,8 @@ class EventLog:
         """The conditions up now, oldest first."""
         with self._lock:
             return sorted(self._raised.values(), key=lambda event: event.id)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """(kind, severity) -> events raised or happened since the agent started."""
+        with self._lock:
+            return dict(self._counts)

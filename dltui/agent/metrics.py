@@ -32,6 +32,8 @@ from dltui.protocol.metric_names import (
     AGENT_NVML_ERRORS,
     AGENT_RATE,
     AGENT_SAMPLE_AGE,
+    CONDITION_UP,
+    EVENTS,
     PROCESS_CPU,
     PROCESS_RSS,
     MetricSpec,
@@ -104,6 +106,12 @@ class AgentCollector(Collector):
         running = self.agent.jobs.current
         yield from self.agent.results.points(running.id if running is not None else None)
         yield AGENT_INFO, self._info, 1.0
+        for (kind, severity), count in sorted(self.agent.events.counts().items()):
+            yield EVENTS, (self.hostname, kind, severity), float(count)
+        for event in self.agent.events.raised():
+            gpu = "" if event.gpu is None else str(event.gpu)
+            labels = (self.hostname, gpu, event.kind, event.rule or "", event.severity)
+            yield CONDITION_UP, labels, 1.0
         sessions = [session for session in tuple(self.agent.sessions) if session.admitted]
         yield AGENT_CLIENTS, host, float(len(sessions))
         for session in sessions:

@@ -124,6 +124,13 @@ TRAIN_IMAGES = MetricSpec("dltui_train_images_per_second", "gauge", "the latest 
                           "throughput of a model, images/s over every GPU of the run",
                           TRAIN_LABELS)  # fmt: skip
 
+EVENTS = MetricSpec("dltui_events", "counter", "health events and alerts since the agent "
+                    "started, by kind and severity (a condition counts once, when raised)",
+                    (*HOST_LABELS, "kind", "severity"))  # fmt: skip
+CONDITION_UP = MetricSpec("dltui_condition_up", "gauge", "1 while a health condition or an "
+                          "alert rule is raised and not resolved",
+                          (*HOST_LABELS, "gpu", "kind", "rule", "severity"))  # fmt: skip
+
 JOB_RUNNING = MetricSpec("dltui_job_running", "gauge", "1 while a benchmark job runs",
                          HOST_LABELS)  # fmt: skip
 JOB_CASES_DONE = MetricSpec("dltui_job_cases_done", "gauge", "cases the running job has "

@@ -26,6 +26,7 @@ from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import ReplaySet, load_tracks
 from tests.conftest import ROOT, dltui_command, wait_for
 from tests.integration.test_agent_stream import connect
+from tests.integration.test_metrics import metrics_url, one, scrape
 
 FAKE_NVML = Path(__file__).parent / "fake_nvml"
 HOLD = ("import sys, time; from pathlib import Path; from tests.chaos.fake_nvml.ops import "
@@ -328,3 +329,22 @@ async def test_mig_instances_are_listed_and_a_bench_aims_at_one(fake_nvml, agent
     assert "no MIG instance MIG-deadbeef-0000-0000-0000-000000000000 on this server" in (
         unknown.stderr)  # fmt: skip
     assert gpu.mig_instances[0].uuid in unknown.stderr  # it says which there are
+
+
+def test_events_and_the_conditions_up_are_metrics(fake_nvml, agent_factory):
+    control = fake_nvml({"topology": "pcie8"})  # GPU 5 at x8: a condition up from the start
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+    command(control, gpu=1, xid=79)
+    wait_for(lambda: ("dltui_events_total", "xid") in _events(scrape(url)[0]), ENOUGH, "the XID")
+    series, _ = scrape(url)
+    assert one(series, "dltui_events_total", kind="xid", severity="critical") == 1
+    assert one(series, "dltui_events_total", kind="pcie_link", severity="warning") == 1
+    assert one(series, "dltui_condition_up", kind="pcie_link", gpu="5", rule="") == 1
+    assert "xid" not in {
+        dict(key)["kind"] for (name, key) in series if name == "dltui_condition_up"
+    }
+
+
+def _events(series: dict) -> set[tuple[str, str]]:
+    return {(name, dict(key)["kind"]) for (name, key) in series if name == "dltui_events_total"}
