@@ -60,11 +60,12 @@ def run_to_the_end(app: App[None]) -> int:
     app.run()
     status = app.return_code or 0
     deadline = time.monotonic() + THREADS_GRACE_S
-    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    others = [
+        t for t in threading.enumerate() if not t.daemon and t is not threading.current_thread()
+    ]
     for thread in others:
-        if not thread.daemon:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    if any(thread.is_alive() and not thread.daemon for thread in others):
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() for thread in others):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
