@@ -3,6 +3,7 @@ report."""
 
 from __future__ import annotations
 
+from dltui.plans import sizing
 from dltui.plans.scaling import Scaling
 from dltui.plans.topology import (
     KIND_WORDS,
@@ -16,7 +17,7 @@ from dltui.plans.topology import (
     path_short,
     pcie_text,
 )
-from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelResult
+from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, KernelResult, ModelResult, Plan
 from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -75,13 +76,36 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def rough_duration(seconds: float) -> str:
+    """'40 s', '5 min', '2.1 h': seconds under 90 s, minutes under 90 min, else hours."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def left_words(seconds: float) -> str:
     """'~3 min left': what a run still needs at the pace so far."""
+    return f"~{rough_duration(seconds)} left"
+
+
+def duration_words(seconds: float) -> str:
+    """'about 40 s', 'about 5 min', 'about 2 h': an estimate, its seconds to the nearest ten."""
     if seconds < 90:
-        return f"~{seconds:.0f} s left"
-    if seconds < 5400:
-        return f"~{seconds / 60:.0f} min left"
-    return f"~{seconds / 3600:.1f} h left"
+        return f"about {max(round(seconds / 10) * 10, 10):.0f} s"
+    return f"about {rough_duration(seconds)}"
+
+
+def size_words(plan: Plan, inventory: Inventory) -> str:
+    """'60 cases, about 5 min' or '4 training runs, about 12 min'."""
+    if isinstance(plan, KernelPlan):
+        count = sizing.kernel_cases(plan, inventory)
+        what = f"{count} case{'s' * (count != 1)}"
+    else:
+        count = sizing.model_runs(plan)
+        what = f"{count} training run{'s' * (count != 1)}"
+    return f"{what}, {duration_words(sizing.estimate_s(plan, inventory))}"
 
 
 # --- results as text: one line per timed case or training run ----------------------------------

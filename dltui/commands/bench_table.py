@@ -15,8 +15,14 @@ from typing import TextIO
 from dltui.client.campaign import Campaign
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
-from dltui.formatting import HEADER, MODEL_HEADER, format_model_row, format_row, left_words
-from dltui.plans import sizing
+from dltui.formatting import (
+    HEADER,
+    MODEL_HEADER,
+    format_model_row,
+    format_row,
+    left_words,
+    size_words,
+)
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import (
     JobEnd,
@@ -95,7 +101,7 @@ class BenchTable:
         """Who the agents are, what runs and how big it is, and the table's header."""
         ((plan, across),) = self.run.plans  # a bench runs one plan
         for source, welcome in welcomes.items():
-            size = sizing.size_words(plan, welcome.inventory)
+            size = size_words(plan, welcome.inventory)
             print(f"# {_describe(self.names[source], welcome)}; {_plan_words(plan)}: {size}")
         if across:
             campaign = self.run.campaign

@@ -2,9 +2,10 @@
 long that takes on a server, and the smaller defaults a CPU gets.
 
 Shared by the launcher (a plan's size and duration per server) and `dltui bench` (said up
-front). The counts match the engine's shape sets (a test holds them to bench/shapes.py); the
-durations are estimates from runs on an H200 and on a 2-core CPU (Xeon, AMX), scaled by the
-CPU's cores, so they say "about": the live progress keeps its own estimate from the pace.
+front), in words by formatting.size_words. The counts match the engine's shape sets (a test
+holds them to bench/shapes.py); the durations are estimates from runs on an H200 and on a
+2-core CPU (Xeon, AMX), scaled by the CPU's cores, so they say "about": the live progress keeps
+its own estimate from the pace.
 """
 
 from __future__ import annotations
@@ -110,23 +111,3 @@ def estimate_s(plan: Plan, inventory: Inventory) -> float:
             per_step = step * (processes if device == "cpu" else 1)
             seconds += COMPILE_S[device] + (plan.warmup + plan.steps) * per_step
     return STARTUP_S[device] + seconds
-
-
-def duration_words(seconds: float) -> str:
-    """'about 40 s', 'about 5 min', 'about 2 h'."""
-    if seconds < 90:
-        return f"about {max(round(seconds / 10) * 10, 10):.0f} s"
-    if seconds < 5400:
-        return f"about {seconds / 60:.0f} min"
-    return f"about {seconds / 3600:.1f} h"
-
-
-def size_words(plan: Plan, inventory: Inventory) -> str:
-    """'60 cases, about 5 min' or '4 training runs, about 12 min'."""
-    if isinstance(plan, KernelPlan):
-        count = kernel_cases(plan, inventory)
-        what = f"{count} case{'s' * (count != 1)}"
-    else:
-        count = model_runs(plan)
-        what = f"{count} training run{'s' * (count != 1)}"
-    return f"{what}, {duration_words(estimate_s(plan, inventory))}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dltui.client.campaign import check_layout, is_across
+from dltui.formatting import size_words
 from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
@@ -113,7 +114,7 @@ def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:
     """Per server: how many cases or runs the launch makes there and about how long."""
     lines = []
     for name, inventory in servers.items():
-        words = [sizing.size_words(plan, inventory) for plan, _ in launch.plans]
+        words = [size_words(plan, inventory) for plan, _ in launch.plans]
         lines.append(f"{name}: {' + '.join(words)}")
     return lines
 
