@@ -116,11 +116,13 @@ class HealthCheck:
         if info is None or "pcie_width" not in values or "pcie_gen" not in values:
             return []
         gen, width = int(values["pcie_gen"]), int(values["pcie_width"])
-        now = dataclasses.replace(info, pcie_gen=gen, pcie_width=width)
         narrow = width < (info.pcie_width_max or 0)
         if values.get("util_gpu", 0.0) >= BUSY_UTIL:  # the generation is judged under load only
             gpu.link_slow = gen < (info.pcie_gen_max or 0)
+        if (narrow or gpu.link_slow) == ("pcie_link" in gpu.raised):
+            return []  # unchanged: every tick, so no words made for nothing
         if narrow:
+            now = dataclasses.replace(info, pcie_gen=gen, pcie_width=width)
             words = f"PCIe link trained at {pcie_text(now)}"
         else:
             words = f"PCIe link at gen{gen} under load (of gen{info.pcie_gen_max})"
