@@ -82,15 +82,20 @@ class Owners:
         self._pod_logs = pod_logs
         self._agent = os.getpid()
         self._known: dict[int, psutil.Process] = {}
+        self._listed: dict[int, set[int]] = {}
+        """GPU index -> the PIDs its last list held: a GPU not read this round keeps its own."""
         self._pod_names: dict[str, tuple[str, str]] = {}
         """Container ID -> (namespace/pod, container name), from the kubelet's log links."""
 
     def describe(self, lists: dict[int, list[GpuProcess]]) -> dict[int, list[GpuProcess]]:
         """Every list with its processes described; each PID is read once however many GPUs
-        it uses (CPU % is measured between two reads)."""
+        it uses (CPU % is measured between two reads). GPUs absent from `lists` were not due:
+        their processes are kept for the next read."""
         pids = {process.pid for found in lists.values() for process in found}
         described = {pid: self._owner(pid) for pid in pids}
-        for gone in self._known.keys() - pids:
+        self._listed |= {index: {process.pid for process in found}
+                         for index, found in lists.items()}  # fmt: skip
+        for gone in self._known.keys() - set().union(*self._listed.values()):
             del self._known[gone]
         return {index: [dataclasses.replace(process, **described[process.pid])
                         for process in found]

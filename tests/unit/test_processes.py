@@ -73,6 +73,7 @@ def test_a_real_process_with_its_user_command_line_start_and_slurm_job(tmp_path)
         assert first.rss and first.memory == 1 << 30
         assert first.cpu is None  # CPU % needs two reads
         assert first.job == "41233" and first.own  # a child of this process: "ours"
+        assert owners.describe({}) == {}  # a round where no GPU's list was due forgets nothing
         assert described(owners, child.pid).cpu is not None
     finally:
         child.kill()
