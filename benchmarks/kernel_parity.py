@@ -137,22 +137,25 @@ def bare_loop_us(torch: Any, step: Callable[[], object], budget_s: float = 0.05)
 
 def best_pytorch_us(torch: Any, result: KernelResult) -> float | None:
     """The best bare loop over every memory layout, cudnn.benchmark on, same padding."""
+    from dltui.bench.backends import input_values
     from dltui.bench.backends.torch_backend import LAYOUTS, conv_step, rnn_step, set_precision
 
     torch.backends.cudnn.benchmark = True
     dtype = set_precision(torch, result.precision)
-    params = result.params
+    params, fill = result.params, input_values(result.fill, result.precision)
     if result.kind == "conv":
         case = padded(ConvCase(**params), result.precision)
         assert isinstance(case, ConvCase)
         return min(
-            bare_loop_us(torch, conv_step(torch, case, result.direction, dtype, "cuda", layout))
+            bare_loop_us(
+                torch, conv_step(torch, case, result.direction, dtype, "cuda", layout, fill)
+            )
             for layout in LAYOUTS
         )
     if result.kind == "rnn":
         cell = result.shape.split()[0]
         rnn = RnnCase(cell, params["hidden"], params["batch"], params["steps"])
-        return bare_loop_us(torch, rnn_step(torch, rnn, result.direction, dtype, "cuda"))
+        return bare_loop_us(torch, rnn_step(torch, rnn, result.direction, dtype, "cuda", fill))
     return None
 
 

@@ -3,7 +3,7 @@
 Three questions, on the GPU this runs on (the figures: docs/results/kernels-h200-power.txt):
 - GEMM: 400 iterations back to back after an idle pause ("burst", DeepBench's run) against
   the same after 0.5 s of full load, with PyTorch's two BLAS paths and with reduced-precision
-  reductions on and off, random inputs or zeros; the SM clock and power after each;
+  reductions on and off, normal inputs or DeepBench's zeros; the SM clock and power after each;
 - RNN: events around each iteration against a bare loop against one CUDA graph replay
   (cuDNN launches per time step from the host);
 - how a GEMM's time moves over successive 50-iteration loops (the boost window).
@@ -72,7 +72,7 @@ def main() -> int:
     print("GEMM µs: shape | fill | reduced | BLAS | burst of 400 | 400 after 0.5 s load | after")
     for stated in GEMMS:
         case = padded(stated, "mixed")
-        for fill in ("random", "zeros"):
+        for fill in ("normal", "zeros"):
             for reduced in (False, True):
                 for library in ("cublas", "cublaslt"):
                     torch.backends.cuda.preferred_blas_library(library)

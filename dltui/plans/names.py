@@ -9,8 +9,10 @@ KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
 """mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
 DEVICES = ("auto", "cuda", "cpu")
-FILLS = ("random", "zeros")
-"""random: normal values; zeros: DeepBench's 16-bit inputs, to compare with its figures."""
+FILLS = ("deepbench", "random")
+"""deepbench: DeepBench's own inputs, which its published figures and the V100 references were
+measured on (16-bit: zeros; 32-bit: uniform over [0, 1)); random: normal values, as training
+sees them (a GPU at its power cap clocks lower on them)."""
 TUNINGS = ("searched", "default")
 """searched: the fastest algorithm and layout per pass (cudnnFind's way); default: the
 framework's own choice."""

@@ -212,10 +212,12 @@ class KernelPlan:
     tuning: str = "searched"
     """"searched": the fastest algorithm and layout per pass, as cudnnFind finds them;
     "default": the framework's own choice, what a user's code gets."""
-    fill: str = "random"
-    """"random": normal values; "zeros": all-zero inputs, as DeepBench's 16-bit runs have
-    (its half-precision fill truncates uniform [0, 1) floats to the integer 0). A GPU at its
-    power cap clocks higher on zeros: for comparing with DeepBench's figures only."""
+    fill: str = "deepbench"
+    """"deepbench": the inputs DeepBench times, so figures compare with its published ones
+    and the V100 references: uniform [0, 1) floats copied into the case's type, which in
+    16-bit types is an integer conversion to 0 (its `rand<uint16_t>`), so 16-bit cases run
+    on zeros. "random": normal values, as training sees them; a GPU at its power cap clocks
+    lower on them (an H200's large 16-bit GEMMs run ~13% slower)."""
     energy: bool = False
     """Run each compute case on, sustained, for ~0.6 s while the worker reads the GPU's energy
     counter: per-watt figures, and the rate under sustained load."""
@@ -358,7 +360,8 @@ class KernelResult:
     layout: str | None = None
     """The memory layout timed: "nchw" or "nhwc" for convolutions."""
     fill: str = "random"
-    """The inputs' values: "random", or "zeros" (KernelPlan.fill)."""
+    """The inputs' values (KernelPlan.fill): "deepbench" or "random" (results from before the
+    field say nothing and were random; "zeros" in some: DeepBench's 16-bit inputs)."""
     energy_j: float | None = None
     """Joules the GPU drew over `energy_s` seconds of a sustained run of the case (its energy
     counter, between two of its updates), where the plan asked for energy."""

@@ -38,6 +38,7 @@ def check_plausible(results: list[KernelResult], plan: KernelPlan) -> None:
         assert r.spread_s >= 0 and math.isfinite(r.spread_s)
         assert 1e-6 < r.tflops < 10, (r.shape, r.tflops)
         assert r.params and all(type(v) is int for v in r.params.values())
+        assert r.fill == plan.fill
 
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
@@ -151,6 +152,27 @@ def test_torch_gemm_is_deepbench_column_major_product(transposes):
     b = column_major(b_op, n, k).T if case.b_t else column_major(b_op, k, n)  # op(B): k×n
     c = torch.mm(b_op, a_op).contiguous().flatten().numpy().reshape((m, n), order="F")
     np.testing.assert_allclose(c, a @ b, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("precision", "fill", "expected"),
+    [("mixed", "deepbench", "zeros"), ("bf16", "deepbench", "zeros"),
+     ("fp32", "deepbench", "uniform"), ("mixed", "random", "normal")],
+)  # fmt: skip
+def test_inputs_are_deepbenchs_unless_random_ones_are_asked(precision, fill, expected):
+    """DeepBench's 16-bit inputs are its uniform [0, 1) floats converted to integers: zeros."""
+    torch = pytest.importorskip("torch")
+    from dltui.bench.backends import Settings
+    from dltui.bench.backends.torch_backend import gemm_operands, set_precision
+    from dltui.bench.shapes import GemmCase
+
+    settings = Settings(precision, "searched", fill, budget=None)  # type: ignore[arg-type]
+    dtype = set_precision(torch, precision)
+    a, b = gemm_operands(torch, GemmCase(64, 32, 48), dtype, "cpu", settings.values)
+    both = torch.cat([a.flatten(), b.flatten()]).float()
+    found = "zeros" if not both.any() else "uniform" if both.min() >= 0 else "normal"
+    assert found == expected
+    assert KernelPlan().fill == "deepbench"
 
 
 def test_tensorflow_device_loop_runs_every_iteration():

@@ -25,6 +25,8 @@ GPU_WARMUP = 5
 """DeepBench warms up once; a GPU gets a few more for cuDNN's algorithm search, the caching
 allocator and clocks that ramp up."""
 CPU_WARMUP = 1
+SIXTEEN_BIT = ("fp16", "bf16", "mixed")
+"""Precisions whose inputs are 16-bit (mixed: 16-bit in, 32-bit accumulation)."""
 
 
 class Unsupported(Exception):
@@ -40,8 +42,21 @@ class Settings:
     tuning: str
     """"searched" (the best algorithm and layout per pass) or "default" (the framework's)."""
     fill: str
-    """"random" (normal values) or "zeros" (DeepBench's 16-bit inputs)."""
+    """"deepbench" or "random" (KernelPlan.fill)."""
     budget: Budget
+
+    @property
+    def values(self) -> str:
+        return input_values(self.fill, self.precision)
+
+
+def input_values(fill: str, precision: str) -> str:
+    """What a case's inputs hold: "normal" (fill "random"), or DeepBench's: "uniform" over
+    [0, 1) in 32-bit types and "zeros" in 16-bit ones (its half-precision fill converts those
+    floats to integers)."""
+    if fill == "random":
+        return "normal"
+    return "zeros" if precision in SIXTEEN_BIT else "uniform"
 
 
 @dataclass(frozen=True, slots=True)

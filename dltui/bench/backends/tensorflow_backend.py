@@ -53,16 +53,17 @@ class TensorFlowBackend:
 
     def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
         """TensorFlow picks its own convolution algorithms (it autotunes on a GPU): both
-        tunings run the same. Zeros fill like random values here."""
+        tunings run the same."""
         tf, precision, budget = self._tf, settings.precision, settings.budget
         tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
         with tf.device(self._tf_device):
             if isinstance(case, GemmCase):
-                kernel = gemm_kernel(tf, case, tf.as_dtype(_DTYPES[precision]))
+                kernel = gemm_kernel(tf, case, tf.as_dtype(_DTYPES[precision]), settings.values)
             elif isinstance(case, ConvCase):
-                kernel = conv_kernel(tf, case, direction, tf.as_dtype(_DTYPES[precision]))
+                dtype = tf.as_dtype(_DTYPES[precision])
+                kernel = conv_kernel(tf, case, direction, dtype, settings.values)
             elif isinstance(case, RnnCase):
-                kernel = rnn_kernel(tf, case, direction, precision)
+                kernel = rnn_kernel(tf, case, direction, precision, settings.values)
             else:
                 raise Unsupported(
                     f"{case.label} is measured with the torch backend (TensorFlow offers no "
@@ -121,11 +122,20 @@ def _first(tf: Any, tensor: Any) -> Any:
 # --- kernels: each returns a callable that runs one iteration and returns a scalar tensor --------
 
 
-def gemm_kernel(tf: Any, case: GemmCase, dtype: Any) -> Kernel:
+def values(tf: Any, shape: tuple[int, ...], dtype: Any, fill: str) -> Any:
+    """A tensor of "normal" values, "uniform" ones over [0, 1), or "zeros" (Settings.values)."""
+    if fill == "zeros":
+        return tf.zeros(shape, dtype=dtype)
+    if fill == "uniform":
+        return tf.cast(tf.random.uniform(shape), dtype)  # no bf16 or fp16 uniform on every device
+    return tf.random.normal(shape, dtype=dtype)
+
+
+def gemm_kernel(tf: Any, case: GemmCase, dtype: Any, fill: str = "normal") -> Kernel:
     """DeepBench's column-major C(m×n) = op(A)·op(B) as the row-major Cᵀ(n×m) = op(B)ᵀ·op(A)ᵀ:
     the same memory layout, so the GPU's BLAS gets DeepBench's call (see torch_backend)."""
-    b = tf.random.normal((case.k, case.n) if case.b_t else (case.n, case.k), dtype=dtype)
-    a = tf.random.normal((case.m, case.k) if case.a_t else (case.k, case.m), dtype=dtype)
+    b = values(tf, (case.k, case.n) if case.b_t else (case.n, case.k), dtype, fill)
+    a = values(tf, (case.m, case.k) if case.a_t else (case.k, case.m), dtype, fill)
 
     @tf.function
     def gemm(b: Any, a: Any) -> Any:
@@ -134,12 +144,14 @@ def gemm_kernel(tf: Any, case: GemmCase, dtype: Any) -> Kernel:
     return lambda: gemm(b, a)
 
 
-def conv_kernel(tf: Any, case: ConvCase, direction: str, dtype: Any) -> Kernel:
+def conv_kernel(
+    tf: Any, case: ConvCase, direction: str, dtype: Any, fill: str = "normal"
+) -> Kernel:
     """One pass of a 2-D convolution, NHWC, through the raw ops so each backward pass runs on
     its own from a ready output gradient."""
-    x = tf.random.normal((case.n, case.h, case.w, case.c), dtype=dtype)
-    filters = tf.random.normal((case.r, case.s, case.c, case.k), dtype=dtype)
-    dy = tf.random.normal((case.n, *case.output_hw, case.k), dtype=dtype)
+    x = values(tf, (case.n, case.h, case.w, case.c), dtype, fill)
+    filters = values(tf, (case.r, case.s, case.c, case.k), dtype, fill)
+    dy = values(tf, (case.n, *case.output_hw, case.k), dtype, fill)
     geometry = {
         "strides": [1, case.stride_h, case.stride_w, 1],
         "padding": "EXPLICIT" if case.pad_h or case.pad_w else "VALID",
@@ -176,7 +188,9 @@ def conv_kernel(tf: Any, case: ConvCase, direction: str, dtype: Any) -> Kernel:
     return lambda: kernel(x, filters, dy)
 
 
-def rnn_kernel(tf: Any, case: RnnCase, direction: str, precision: str) -> Kernel:
+def rnn_kernel(
+    tf: Any, case: RnnCase, direction: str, precision: str, fill: str = "normal"
+) -> Kernel:
     """One Keras layer (SimpleRNN, LSTM, GRU), input size = hidden, batch-major (Keras has no
     time-major option). fwd is a training forward; fwd+bwd adds the input and weight gradients."""
     import keras
@@ -184,17 +198,17 @@ def rnn_kernel(tf: Any, case: RnnCase, direction: str, precision: str) -> Kernel
     layer_class = {
         "vanilla": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU,
     }  # fmt: skip
-    # Glorot, not Keras' orthogonal default: that needs a QR that TensorFlow lacks for bf16,
-    # and values do not change the timing.
+    # Glorot, not Keras' orthogonal default: that needs a QR that TensorFlow lacks for bf16.
+    initializer = "zeros" if fill == "zeros" else "glorot_uniform"
     layer = layer_class[case.cell](
         case.hidden,
         return_sequences=True,
         dtype=_KERAS_POLICIES[precision],
-        kernel_initializer="glorot_uniform",
-        recurrent_initializer="glorot_uniform",
+        kernel_initializer=initializer,
+        recurrent_initializer=initializer,
     )
     shape = (case.batch, case.steps, case.hidden)
-    x = tf.random.normal(shape, dtype=layer.compute_dtype)
+    x = values(tf, shape, layer.compute_dtype, fill)
     layer.build(shape)
 
     if direction == "fwd":
@@ -202,7 +216,7 @@ def rnn_kernel(tf: Any, case: RnnCase, direction: str, precision: str) -> Kernel
         return lambda: forward(x)
     if direction != "fwd+bwd":
         raise ValueError(f"no RNN pass {direction!r}")
-    dy = tf.random.normal(shape, dtype=layer.compute_dtype)
+    dy = values(tf, shape, layer.compute_dtype, fill)
 
     @tf.function
     def forward_backward(x: Any, dy: Any) -> Any:

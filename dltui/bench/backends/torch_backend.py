@@ -59,7 +59,7 @@ class TorchBackend:
     def time_case(self, case: Case, direction: str, settings: Settings) -> Measurement:
         if isinstance(case, BandwidthCase):
             return Measurement(self._copy_timing(case, settings.budget))
-        torch, device, fill, budget = self._torch, self.device, settings.fill, settings.budget
+        torch, device, fill, budget = self._torch, self.device, settings.values, settings.budget
         dtype = set_precision(torch, settings.precision)
         searched = settings.tuning == "searched"
         self._set_cudnn(searched)
@@ -144,14 +144,16 @@ def set_precision(torch: Any, precision: str) -> Any:
 
 
 def values(torch: Any, shape: tuple[int, ...], dtype: Any, device: str, fill: str) -> Any:
-    """Normal random values, or zeros where the plan asks for DeepBench's 16-bit inputs."""
+    """A tensor of "normal" values, "uniform" ones over [0, 1), or "zeros" (Settings.values)."""
     if fill == "zeros":
         return torch.zeros(shape, dtype=dtype, device=device)
+    if fill == "uniform":
+        return torch.rand(shape, dtype=dtype, device=device)
     return torch.randn(shape, dtype=dtype, device=device)
 
 
 def gemm_operands(
-    torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "random"
+    torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "normal"
 ) -> tuple[Any, Any]:
     """op(A)ᵀ (k×m) and op(B)ᵀ (n×k) as row-major views of DeepBench's column-major buffers.
 
@@ -170,7 +172,7 @@ def gemm_operands(
     return view(case.k, case.m, case.a_t), view(case.n, case.k, case.b_t)
 
 
-def gemm_step(torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "random") -> Step:
+def gemm_step(torch: Any, case: GemmCase, dtype: Any, device: str, fill: str = "normal") -> Step:
     """DeepBench's GEMM in DeepBench's layout, into a preallocated C (no allocation timed)."""
     a_op, b_op = gemm_operands(torch, case, dtype, device, fill)
     out = torch.empty(case.n, case.m, dtype=dtype, device=device)
@@ -184,7 +186,7 @@ def conv_step(
     dtype: Any,
     device: str,
     layout: str = "nchw",
-    fill: str = "random",
+    fill: str = "normal",
 ) -> Step:
     """One pass of a 2-D convolution in one memory layout (NCHW, or NHWC: channels-last); the
     backward passes are timed on their own, each from a ready output gradient, as DeepBench
@@ -212,7 +214,7 @@ def conv_step(
 
 
 def rnn_step(
-    torch: Any, case: RnnCase, direction: str, dtype: Any, device: str, fill: str = "random"
+    torch: Any, case: RnnCase, direction: str, dtype: Any, device: str, fill: str = "normal"
 ) -> Step:
     """One layer, sequence-first, input size = hidden. fwd is a training forward (autograd on,
     as cuDNN's ForwardTraining); fwd+bwd adds the gradients of the input and the weights."""
