@@ -474,7 +474,8 @@ class NvmlGateway:
             except (_Missing, self._nvml.NVMLError) as exc:
                 self._failed(dev, "processes", exc)
                 continue
-            utilization = self._process_utilization(dev)
+            # Asked only when there is a process to give it to: the call costs ~3 ms on an H200.
+            utilization = self._process_utilization(dev) if found else {}
             out[dev.index] = [_process(p, utilization) for p in found]
         return out
 

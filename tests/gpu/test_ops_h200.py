@@ -109,7 +109,8 @@ def test_a_process_holding_the_gpu_is_found_with_its_owner_and_utilization(
     assert process.own  # a child of this process, which plays the agent here
     assert process.memory and process.memory >= 128 << 20
     assert process.command and "torch" in process.command
-    assert process.sm_util is not None and process.sm_util > 10  # a GEMM loop keeps SMs busy
+    # The first list's samples may predate the holder's loop; the second's are all of it.
+    assert again.sm_util is not None and again.sm_util > 10  # a GEMM loop keeps SMs busy
 
 
 async def test_a_bench_while_a_second_process_holds_the_gpu_is_flagged(

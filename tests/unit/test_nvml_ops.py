@@ -65,6 +65,10 @@ def test_per_process_utilization_passes_the_last_seen_timestamp() -> None:
     nvml.health[0].utilization = {}
     (again,) = gateway.read_processes().values()
     assert again[0].sm_util == 0.0  # NotFound: nothing new since `seen`
+    gpu.processes = []
+    nvml.clock.now += 2.0
+    assert gateway.read_processes() == {0: []}
+    assert gpu.calls["nvmlDeviceGetProcessUtilization"] == 2  # not asked for an empty list
 
 
 def test_mig_instances_are_listed_with_their_processes_and_readings() -> None:
