@@ -8,6 +8,7 @@ import ssl
 import sys
 from typing import TYPE_CHECKING
 
+from dltui.agent import footprint
 from dltui.agent.alerts import Rule
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
@@ -32,6 +33,7 @@ def run(
     clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
     Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
     config's alert rules. With `metrics`, serve /metrics there too."""
+    footprint.one_arena()
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
                       on_event=lambda event: agent.events.add([event]))  # fmt: skip
@@ -42,6 +44,7 @@ def run(
         data_dirs = ("/",)
     agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs,
                   rules, sampling=sampler.set_rate)  # fmt: skip
+    footprint.hand_back_freed()  # NVML has started: the inventory is taken
     sampler.set_rate(agent.demand.rate_hz)  # slowly, until a client or a scraper asks for more
 
     def ready(port: int) -> None:
