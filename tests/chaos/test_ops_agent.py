@@ -336,7 +336,8 @@ def test_events_and_the_conditions_up_are_metrics(fake_nvml, agent_factory):
     agent = agent_factory("--metrics", "127.0.0.1:0")
     url = metrics_url(agent)
     command(control, gpu=1, xid=79)
-    wait_for(lambda: ("dltui_events_total", "xid") in _events(scrape(url)[0]), ENOUGH, "the XID")
+    both = {("dltui_events_total", "xid"), ("dltui_events_total", "pcie_link")}
+    wait_for(lambda: both <= _events(scrape(url)[0]), ENOUGH, "the XID and the link's event")
     series, _ = scrape(url)
     assert one(series, "dltui_events_total", kind="xid", severity="critical") == 1
     assert one(series, "dltui_events_total", kind="pcie_link", severity="warning") == 1

@@ -117,12 +117,31 @@ def test_silent_connections_neither_stall_scrapes_nor_pile_up(agent_factory, pki
         assert "dltui_agent_info" in fetch(url, context)  # the last free place
         assert time.monotonic() - began < 2.0
         silent.append(socket.create_connection(("127.0.0.1", port)))
-        wait_for(lambda: _refused(url, context), what="a connection past the limit refused")
+
+        def refused() -> bool:
+            if _closed(silent[-1]):  # refused itself: the scrape's place was not yet free
+                silent[-1] = socket.create_connection(("127.0.0.1", port))
+            return _refused(url, context)
+
+        wait_for(refused, what="a connection past the limit refused")
     finally:
         for connection in silent:
             connection.close()
     # The places free as the server sees each silent connection close: refused until then.
     wait_for(lambda: not _refused(url, context), what="scrapes again")
+
+
+def _closed(connection: socket.socket) -> bool:
+    """The server has closed it (it would read the end of the stream)."""
+    connection.setblocking(False)
+    try:
+        return connection.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+    finally:
+        connection.setblocking(True)
 
 
 def _refused(url: str, context: ssl.SSLContext | None) -> bool:
