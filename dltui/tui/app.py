@@ -140,8 +140,8 @@ class DltuiApp(App[None]):
         await self.session.close()
 
     async def redraw(self) -> None:
-        if not self.screen_stack:
-            return  # the app is closing: its screens are gone
+        if not self.screen_stack or not self.strip.is_attached:
+            return  # the app is closing: its screens, or the columns' place in them, are gone
         fleet = self.fleet
         if fleet.version != self._drawn_version:
             self._drawn_version = fleet.version
