@@ -3,7 +3,9 @@
 When an SSH connection drops or a tmux server is killed, the process may get SIGHUP, or only
 find its terminal closed (the session leader kept the signal, as `make` does): Textual's
 input thread then reads end-of-file in a loop. Either way the app exits, which closes the
-session and with it the local agent.
+session and with it the local agent; and if the app has not ended HANG_UP_GRACE_S later, the
+process ends anyway: Textual's shutdown writes to the terminal, and with the terminal gone
+that write can block for ever (its writer thread ended, its queue full; seen under load).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from textual.app import App
 CHECK_S = 0.25
 THREADS_GRACE_S = 0.5
 """After the app ends, how long its threads have to end too."""
+HANG_UP_GRACE_S = 0.7
+"""After the terminal goes away, how long the app has to end in order (closing the session,
+a recording's last chunk) before the process ends without it."""
+HANG_UP_STATUS = 128 + signal.SIGHUP
 CLOSED = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
@@ -40,13 +46,22 @@ def needs_terminal() -> str | None:
 def watch_terminal(app: App[None]) -> None:
     """Exit the app on SIGHUP, and when stdin reports the terminal closed (polled, cheaply,
     a few times a second). For an app on a real terminal, from its on_mount."""
-    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, app.exit)
+    deadline: list[threading.Timer] = []
+
+    def hung_up() -> None:
+        app.exit()
+        if not deadline:
+            deadline.append(threading.Timer(HANG_UP_GRACE_S, os._exit, (HANG_UP_STATUS,)))
+            deadline[0].daemon = True
+            deadline[0].start()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, hung_up)
     poller = select.poll()
     poller.register(sys.__stdin__.fileno() if sys.__stdin__ else 0, select.POLLIN)
 
     def check() -> None:
         if any(events & CLOSED for _, events in poller.poll(0)):
-            app.exit()
+            hung_up()
 
     app.set_interval(CHECK_S, check)
 
