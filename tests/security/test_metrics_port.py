@@ -120,7 +120,8 @@ def test_silent_connections_neither_stall_scrapes_nor_pile_up(agent_factory, pki
 
         def refused() -> bool:
             if _closed(silent[-1]):  # refused itself: the scrape's place was not yet free
-                silent[-1] = socket.create_connection(("127.0.0.1", port))
+                silent.pop().close()
+                silent.append(socket.create_connection(("127.0.0.1", port)))
             return _refused(url, context)
 
         wait_for(refused, what="a connection past the limit refused")
