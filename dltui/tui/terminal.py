@@ -46,14 +46,13 @@ def needs_terminal() -> str | None:
 def watch_terminal(app: App[None]) -> None:
     """Exit the app on SIGHUP, and when stdin reports the terminal closed (polled, cheaply,
     a few times a second). For an app on a real terminal, from its on_mount."""
-    deadline: list[threading.Timer] = []
+    deadline = threading.Timer(HANG_UP_GRACE_S, os._exit, (HANG_UP_STATUS,))
+    deadline.daemon = True
 
-    def hung_up() -> None:
+    def hung_up() -> None:  # on the event loop, however often the hang-up is seen
         app.exit()
-        if not deadline:
-            deadline.append(threading.Timer(HANG_UP_GRACE_S, os._exit, (HANG_UP_STATUS,)))
-            deadline[0].daemon = True
-            deadline[0].start()
+        if deadline.ident is None:
+            deadline.start()
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, hung_up)
     poller = select.poll()
