@@ -15,14 +15,17 @@ launch measures the host. Instead, after a warm-up long enough for the clocks to
   device, timed by the wall clock around its read-back.
 
 On a CPU the clock is the wall clock and kernels are synchronous: `batch` and `each` apply.
-Samples repeat until the plan's iteration count is covered (DeepBench's 400 for a GEMM), with
-at least MIN_SAMPLES for a median and a spread, and stop at the plan's time bound.
+Samples are taken in TRIALS trials back to back, each until the plan's iteration count is
+covered (DeepBench's 400 for a GEMM) or its share of the plan's time bound is spent; the figure
+is the median of them all, with at least MIN_SAMPLES for a median and a spread.
 
-The timed work stays as short as DeepBench's on purpose: an H200 holds its boost clock for
-the first ~40 ms of full load, then the 700 W cap brings it down ~13% (docs/results/
-kernels-h200.md). Where a plan asks for energy, the kernel then runs on, sustained, for
-`sustain_s` while a meter reads the GPU's energy counter: a per-watt figure from energy
-measured across that work, at the rate it ran at.
+Why trials: one burst of DeepBench's length starts from whatever state the case before left
+the GPU's power management in, and on the H200 a big GEMM's median moved up to 4.9% between
+two runs that way while each run was tight within itself; three trials in a row put most
+samples where the clock has settled, and no case moved more than 2.7% across three runs
+(docs/results/kernels-h200.md). Where a plan asks for energy, the kernel then runs on,
+sustained, for `sustain_s` while a meter reads the GPU's energy counter: a per-watt figure from
+energy measured across that work, at the rate it ran at.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 Step = Callable[[], object]
@@ -43,8 +46,10 @@ LONG_ITERATION_S = 1e-3
 SAMPLE_S = 2e-3
 """A batched or captured sample runs about this long: event resolution is ~0.5 µs."""
 MAX_PER_SAMPLE = 1000
-MIN_SAMPLES = 5
+MIN_SAMPLES = 6
 """Samples per case at the least, whatever the time bound: a median and a spread need them."""
+TRIALS = 3
+"""Trials per case, each covering the plan's iterations (see the module's docstring)."""
 ESTIMATE_LAUNCHES = 8
 SUSTAIN_SYNC_S = 0.02
 """The sustained run syncs this often, so the queue stays short and it stops on time."""
@@ -202,7 +207,10 @@ def time_step(
         run, method, per_sample = step, "each", 1
     else:
         run, method = _launches(step, per_sample), "batch"
-    samples = _sample(run, per_sample, clock, budget)
+    trial = replace(budget, max_seconds=budget.max_seconds / TRIALS)
+    samples = []
+    for _ in range(TRIALS):
+        samples += _sample(run, per_sample, clock, trial, MIN_SAMPLES // TRIALS)
     energy = None
     if meter is not None and budget.sustain_s > 0:
         each_run = sorted(samples)[len(samples) // 2] * per_sample
@@ -210,14 +218,14 @@ def time_step(
     return Timing(samples, method, per_sample, energy)
 
 
-def _sample(run: Step, per_sample: int, clock: Clock, budget: Budget) -> list[float]:
+def _sample(run: Step, per_sample: int, clock: Clock, budget: Budget, at_least: int) -> list[float]:
     """Samples of `run` (per_sample iterations each), each between its own two marks.
 
     Samples are queued in rounds that double, with one sync a round, each behind an untimed
     run, so the device never waits for the host inside a round; the count is sized to cover
-    budget.iterations, bounded by max_seconds.
+    budget.iterations, bounded by max_seconds once there are `at_least`.
     """
-    wanted = max(MIN_SAMPLES, math.ceil(budget.iterations / per_sample))
+    wanted = max(at_least, math.ceil(budget.iterations / per_sample))
     samples: list[float] = []
     started = clock.now()
     round_size = 1
@@ -233,14 +241,12 @@ def _sample(run: Step, per_sample: int, clock: Clock, budget: Budget) -> list[fl
         clock.sync()
         samples += [clock.seconds(begin, end) / per_sample for begin, end in marks]
         elapsed = clock.now() - started
-        if len(samples) >= wanted or (
-            len(samples) >= MIN_SAMPLES and elapsed >= budget.max_seconds
-        ):
+        if len(samples) >= wanted or (len(samples) >= at_least and elapsed >= budget.max_seconds):
             return samples
         per_round = elapsed / len(samples)
         fits = math.floor((budget.max_seconds - elapsed) / max(per_round, 1e-9))
         still = wanted - len(samples)
-        round_size = max(1, min(2 * round_size, still, max(fits, MIN_SAMPLES - len(samples))))
+        round_size = max(1, min(2 * round_size, still, max(fits, at_least - len(samples))))
 
 
 def _sustain(
