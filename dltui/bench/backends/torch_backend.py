@@ -219,7 +219,9 @@ def rnn_step(
     """One layer, sequence-first, input size = hidden. fwd is a training forward (autograd on,
     as cuDNN's ForwardTraining); fwd+bwd adds the gradients of the input and the weights."""
     layer_class = {"vanilla": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[case.cell]
-    layer = layer_class(case.hidden, case.hidden).to(device=device, dtype=dtype)
+    # Made in place, so its weights are one flat buffer as cuDNN wants them (moved with .to()
+    # they are not, and every call would first copy them into one).
+    layer = layer_class(case.hidden, case.hidden, device=device, dtype=dtype)
     if fill == "zeros":
         with torch.no_grad():
             for parameter in layer.parameters():
