@@ -68,6 +68,7 @@ def run(
                       file=sys.stderr)  # fmt: skip
                 serve.close()
                 return 2
+        footprint.name_threads()
         asyncio.run(run_until_signal(serve))
     except OSError as exc:
         print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)

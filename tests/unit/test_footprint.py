@@ -37,3 +37,21 @@ def test_one_arena_keeps_threads_from_reserving_their_own() -> None:
 
     assert arenas("default") >= 2  # the control: glibc gives threads arenas of their own
     assert arenas("one") == 1
+
+
+NAMES = """
+import os, threading
+from dltui.agent import footprint
+stop = threading.Event()
+threading.Thread(target=stop.wait, name="dltui-sample-fast").start()
+footprint.name_threads()
+tasks = os.listdir("/proc/self/task")
+print(sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in tasks))
+stop.set()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc's thread names")
+def test_threads_carry_their_names_to_top() -> None:
+    out = subprocess.run([sys.executable, "-c", NAMES], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['event-loop', 'sample-fast']"
