@@ -168,6 +168,8 @@ def pass_section(torch: Any, results: list[KernelResult], kind: str) -> dict[str
         if best is not None:
             rows.append((f"{result.shape} {result.direction}", result.median_s * 1e6, best,
                          result.method, result.layout))  # fmt: skip
+            # As it goes: a run cut short still shows the passes it compared.
+            print(f"  {rows[-1][0]:<40} {rows[-1][1]:9.1f} µs, best {best:9.1f}", flush=True)
     big = [r for r in rows if r[2] >= BIG_US or r[1] >= BIG_US]
     over = sorted((r for r in big if r[1] / r[2] > SLOW), key=lambda r: -r[1] / r[2])
     ours_total = sum(r[1] for r in rows)
