@@ -22,7 +22,7 @@ is the median of them all, with at least MIN_SAMPLES for a median and a spread.
 Why trials: one burst of DeepBench's length starts from whatever state the case before left
 the GPU's power management in, and on the H200 a big GEMM's median moved up to 4.9% between
 two runs that way while each run was tight within itself; three trials in a row put most
-samples where the clock has settled, and no case moved more than 2.7% across three runs
+samples where the clock has settled, and no case moved more than 2.83% between two runs
 (docs/results/kernels-h200.md). Where a plan asks for energy, the kernel then runs on,
 sustained, for `sustain_s` while a meter reads the GPU's energy counter: a per-watt figure from
 energy measured across that work, at the rate it ran at.
