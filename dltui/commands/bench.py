@@ -137,7 +137,9 @@ def _kernels_parser(
     )
     parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
     parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
-    parser.add_argument("--iterations", type=int, help="timed iterations (default DeepBench's)")
+    parser.add_argument("--iterations", type=int,
+                        help="timed iterations in each of a case's three trials (default "
+                        "DeepBench's)")  # fmt: skip
     parser.add_argument("--max-seconds", type=float, default=2.0, help="cap per case (default 2)")
     parser.add_argument(
         "--no-pad",
