@@ -208,7 +208,7 @@ async def test_small_terminal_renders_hostname_and_scrolls_sideways() -> None:
         app.fleet.add("other:7070")
         text = await wait_for_text(pilot, "gpubox")
         assert "connecting" in text  # the second column fits beside the first
-        assert "2 servers · 1 live" in app.sub_title
+        await wait_until(pilot, lambda: "2 servers · 1 live" in app.sub_title)
 
         app.fleet.add("third:7070")
         servers = app.query_one(ServerStrip)
