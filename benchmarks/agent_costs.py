@@ -6,8 +6,10 @@ each sample wrapped in thread CPU-time counters. `--floors` adds what no change 
 Python removes: the loop thread's cost of one cross-thread wake and socket send (how the
 sampler hands a sample to the event loop), NVML's resident memory and what malloc_trim gives
 back, and the per-call cost of the reads a fast tick makes, spaced as the agent spaces them.
+`--least` measures the least any agent can spend on this machine to read what dltui reads, as
+often: one thread, no event loop, bare pynvml calls, a frame sent or a scrape answered.
 
-    python benchmarks/agent_costs.py [--rate 10] [--seconds 20] [--floors]
+    python benchmarks/agent_costs.py [--rate 10] [--seconds 20] [--floors] [--least]
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import argparse
 import asyncio
 import collections
 import ctypes
+import select
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -86,8 +90,12 @@ def wake_floor(rate: float = 10.0, seconds: float = 10.0, size: int = 4300) -> N
     sending, receiving = socket.socketpair()
     sending.setblocking(False)
     frame = b"x" * size
-    threading.Thread(target=lambda: [receiving.recv(1 << 16) for _ in iter(int, 1)],
-                     daemon=True).start()  # fmt: skip
+
+    def drain() -> None:  # until the sender closes: then recv says b"" at once, forever
+        while receiving.recv(1 << 16):
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
 
     async def woken() -> float:
         loop, stop = asyncio.get_running_loop(), threading.Event()
@@ -114,9 +122,39 @@ def wake_floor(rate: float = 10.0, seconds: float = 10.0, size: int = 4300) -> N
     for _ in range(1000):
         sending.send(frame)
     plain = (time.thread_time() - began) / 1000
+    sending.close()  # the reader's thread ends
     print(f"a wake of the loop from another thread, and a send: {1e6 * used / (seconds * rate):.0f}"
           f" µs of the loop's CPU ({100 * used / seconds:.3f}% of a core at {rate:g} Hz); "
-          f"a plain send: {1e6 * plain:.1f} µs")  # fmt: skip
+          f"a plain send, back to back: {1e6 * plain:.1f} µs")  # fmt: skip
+    print(
+        f"a send at {rate:g} Hz, no loop, to a reader that sleeps in between: "
+        f"{1e6 * paced_send(frame, rate, seconds):.0f} µs"
+    )
+
+
+def paced_send(frame: bytes, rate: float, seconds: float) -> float:
+    """The sender's CPU per send when each one wakes its reader (another process), as a
+    client waiting for the next sample is woken: what a sample's send costs from any thread."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    reader = reading_peer(listener.getsockname()[1])
+    client, _ = listener.accept()
+    spent, count, due = 0.0, 0, time.monotonic()
+    end = due + seconds
+    while due < end:
+        began = time.thread_time()
+        client.send(frame)
+        spent += time.thread_time() - began
+        count += 1
+        due += 1 / rate
+        time.sleep(max(0.0, due - time.monotonic()))
+    reader.kill()
+    return spent / count
+
+
+def reading_peer(port: int) -> subprocess.Popen[bytes]:
+    """Another process that connects to `port` and reads whatever comes, sleeping in between."""
+    reader = "import socket, sys\ns = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+    return subprocess.Popen([sys.executable, "-c", reader + "while s.recv(65536): pass", str(port)])
 
 
 def resident_mb() -> float:
@@ -154,12 +192,79 @@ def nvml_floors() -> None:
     nvml.nvmlShutdown()
 
 
+def least_agent(rate: float, seconds: float, scraped: bool) -> float:
+    """% of a core for one thread that does only what the agent must, at the agent's cadences:
+    each tick the six fast reads of GPU 0 (memory, utilization, power, temperature, throttle,
+    SM clock); a GPM sample every 0.5 s and the energy counter every 5 s; then either the values
+    packed and sent to a client (another process) or, `scraped`, a GET from another process
+    answered once a second with a fixed body. Nothing else: no other thread, no loop, no checks."""
+    import msgpack
+    import pynvml as nvml
+
+    nvml.nvmlInit()
+    gpu = nvml.nvmlDeviceGetHandleByIndex(0)
+    gpm = nvml.nvmlGpmSampleAlloc()
+    reads = (
+        lambda: nvml.nvmlDeviceGetMemoryInfo(gpu).used,
+        lambda: nvml.nvmlDeviceGetUtilizationRates(gpu).gpu,
+        lambda: nvml.nvmlDeviceGetPowerUsage(gpu),
+        lambda: nvml.nvmlDeviceGetTemperature(gpu, nvml.NVML_TEMPERATURE_GPU),
+        lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(gpu),
+        lambda: nvml.nvmlDeviceGetClockInfo(gpu, nvml.NVML_CLOCK_SM),
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    if scraped:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/metrics"
+        peer = subprocess.Popen([sys.executable, "-c", "import sys, time, urllib.request\n"
+                                 "while True:\n urllib.request.urlopen(sys.argv[1]).read()\n"
+                                 " time.sleep(1)", url])  # fmt: skip
+        body = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"x 1\n" * 2500
+    else:
+        peer = reading_peer(listener.getsockname()[1])
+        client, _ = listener.accept()
+    began = time.monotonic()
+    due, energy_due, gpm_due = began, began, began
+    cpu0, end = time.process_time(), began + seconds
+    while due < end:
+        values = [read() for read in reads]
+        now = time.monotonic()
+        if now >= gpm_due:
+            nvml.nvmlGpmSampleGet(gpu, gpm)
+            gpm_due += 0.5
+        if now >= energy_due:
+            values.append(nvml.nvmlDeviceGetTotalEnergyConsumption(gpu))
+            energy_due += 5.0
+        if not scraped:
+            client.send(msgpack.packb([time.time(), now, values]))
+        due += 1 / rate
+        while (wait := due - time.monotonic()) > 0:
+            if not scraped:
+                time.sleep(wait)
+            elif select.select([listener], [], [], wait)[0]:
+                connection, _ = listener.accept()
+                connection.recv(4096)
+                connection.sendall(body)
+                connection.close()
+    used = time.process_time() - cpu0
+    peer.kill()
+    nvml.nvmlGpmSampleFree(gpm)
+    nvml.nvmlShutdown()
+    return 100 * used / (time.monotonic() - began)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=10.0)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--floors", action="store_true")
+    parser.add_argument("--least", action="store_true", help="the least agent only")
     args = parser.parse_args()
+    if args.least:
+        for rate, scraped in ((10.0, False), (1.0, True)):
+            share = least_agent(rate, args.seconds, scraped)
+            consumer = "a GET answered each second" if scraped else "a frame sent each tick"
+            print(f"the least agent at {rate:g} Hz, {consumer}: {share:.3f}% of a core")
+        return
     if args.floors:
         wake_floor()
         nvml_floors()

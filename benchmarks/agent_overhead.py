@@ -157,11 +157,11 @@ def measure_agent(args: argparse.Namespace, profile: str | None = None) -> dict[
     client_rate = None if args.no_client else (args.client_rate or args.rate)
     agent = AgentUnderTest(args.rate, client_rate, args.scrape_interval, args.fake_nvml, profile)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # a profiled agent starts slowly
         warm = lambda: agent.samples >= (client_rate or 0) and agent.scrapes >= 1  # noqa: E731
         while not (warm() if args.scrape_interval else agent.samples >= (client_rate or 0)):
             if time.monotonic() > deadline:
-                raise SystemExit("the agent sent nothing for 10 s")
+                raise SystemExit("the agent sent nothing for 30 s")
             time.sleep(0.05)
         time.sleep(2.0)  # past the start: the first slow reads, a rate change
         if profile is not None:
@@ -258,9 +258,14 @@ def profiled_agent(out: str, argv: list[str]) -> None:
         profiles.append(profile)
         profile.enable()  # replaces this hook for the rest of the thread
 
-    threading.setprofile(start_profile)
+    # From Python 3.12 a profiler sees every thread (sys.monitoring) and only one may be active:
+    # one profile, timed by process CPU time (the threads' slices interleave, and are counted
+    # to whichever function is running when a slice ends).
+    per_thread = sys.version_info < (3, 12)
+    if per_thread:
+        threading.setprofile(start_profile)
     signal.signal(signal.SIGUSR1, lambda *_: [profile.clear() for profile in profiles])
-    main_profile = cProfile.Profile(time.thread_time)
+    main_profile = cProfile.Profile(time.thread_time if per_thread else time.process_time)
     profiles.append(main_profile)
     main_profile.enable()
     try:
