@@ -4,7 +4,8 @@ agent_overhead.py measures the whole agent process; this breaks it down. The rea
 in this process at `--rate` with every NVML call, the host read, the ticks and the encoding of
 each sample wrapped in thread CPU-time counters. `--floors` adds what no change to the agent's
 Python removes: the loop thread's cost of one cross-thread wake and socket send (how the
-sampler hands a sample to the event loop), NVML's resident memory and what malloc_trim gives
+sampler hands a sample to the event loop) beside a send alone to a client that sleeps between
+samples (the part of it no thread avoids), NVML's resident memory and what malloc_trim gives
 back, and the per-call cost of the reads a fast tick makes, spaced as the agent spaces them.
 `--least` measures the least any agent can spend on this machine to read what dltui reads, as
 often: one thread, no event loop, bare pynvml calls, a frame sent or a scrape answered.
