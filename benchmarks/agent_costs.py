@@ -196,9 +196,10 @@ def nvml_floors() -> None:
 def least_agent(rate: float, seconds: float, scraped: bool) -> float:
     """% of a core for one thread that does only what the agent must, at the agent's cadences:
     each tick the six fast reads of GPU 0 (memory, utilization, power, temperature, throttle,
-    SM clock); a GPM sample every 0.5 s and the energy counter every 5 s; then either the values
-    packed and sent to a client (another process) or, `scraped`, a GET from another process
-    answered once a second with a fixed body. Nothing else: no other thread, no loop, no checks."""
+    SM clock); a GPM sample every 0.5 s (or each tick, if rarer) and the energy counter every
+    5 s; then either the values packed and sent to a client (another process) or, `scraped`, a
+    GET from another process answered once a second with a fixed body, on one connection kept
+    open as Prometheus keeps it. Nothing else: no other thread, no loop, no checks."""
     import msgpack
     import pynvml as nvml
 
@@ -214,15 +215,18 @@ def least_agent(rate: float, seconds: float, scraped: bool) -> float:
         lambda: nvml.nvmlDeviceGetClockInfo(gpu, nvml.NVML_CLOCK_SM),
     )
     listener = socket.create_server(("127.0.0.1", 0))
-    if scraped:
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/metrics"
-        peer = subprocess.Popen([sys.executable, "-c", "import sys, time, urllib.request\n"
-                                 "while True:\n urllib.request.urlopen(sys.argv[1]).read()\n"
-                                 " time.sleep(1)", url])  # fmt: skip
-        body = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"x 1\n" * 2500
+    if scraped:  # as Prometheus does: one connection, kept open from one GET to the next
+        peer = subprocess.Popen([sys.executable, "-c", "import http.client, sys, time\n"
+                                 "c = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]))\n"
+                                 "while True:\n c.request('GET', '/metrics')\n"
+                                 " c.getresponse().read()\n time.sleep(1)",
+                                 str(listener.getsockname()[1])])  # fmt: skip
+        text = b"x 1\n" * 2500
+        body = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text)
     else:
         peer = reading_peer(listener.getsockname()[1])
-        client, _ = listener.accept()
+    client, _ = listener.accept()
+    gpm_interval = max(0.5, 1 / rate)  # the agent's slow thread wakes no faster than it samples
     began = time.monotonic()
     due, energy_due, gpm_due = began, began, began
     cpu0, end = time.process_time(), began + seconds
@@ -231,7 +235,7 @@ def least_agent(rate: float, seconds: float, scraped: bool) -> float:
         now = time.monotonic()
         if now >= gpm_due:
             nvml.nvmlGpmSampleGet(gpu, gpm)
-            gpm_due += 0.5
+            gpm_due += gpm_interval
         if now >= energy_due:
             values.append(nvml.nvmlDeviceGetTotalEnergyConsumption(gpu))
             energy_due += 5.0
@@ -241,11 +245,9 @@ def least_agent(rate: float, seconds: float, scraped: bool) -> float:
         while (wait := due - time.monotonic()) > 0:
             if not scraped:
                 time.sleep(wait)
-            elif select.select([listener], [], [], wait)[0]:
-                connection, _ = listener.accept()
-                connection.recv(4096)
-                connection.sendall(body)
-                connection.close()
+            elif select.select([client], [], [], wait)[0]:
+                client.recv(4096)
+                client.sendall(body)
     used = time.process_time() - cpu0
     peer.kill()
     nvml.nvmlGpmSampleFree(gpm)

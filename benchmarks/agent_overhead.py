@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import http.client
 import io
 import json
 import os
@@ -37,7 +38,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,9 @@ from dltui.client.transport import open_transport  # noqa: E402
 from dltui.protocol.messages import Sample, Subscribe  # noqa: E402
 
 FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")  # fmt: skip
+"""What Prometheus 2 asks for when it scrapes."""
 
 
 def agent_env(fake_gpus: int | None) -> dict[str, str]:
@@ -118,12 +121,14 @@ class AgentUnderTest:
         await transport.close()
 
     def _scrape(self, interval: float) -> None:
-        """GET /metrics every `interval` seconds, as Prometheus would (OpenMetrics asked for)."""
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        request = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text"})
+        """GET /metrics every `interval` seconds as Prometheus does: on one connection kept
+        open (HTTP/1.1), asking for OpenMetrics first."""
+        assert self.metrics_port is not None
+        connection = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5)
         due = time.monotonic()
         while not self._stop.wait(max(0.0, due - time.monotonic())):
-            with urllib.request.urlopen(request, timeout=5) as answer:
+            connection.request("GET", "/metrics", headers={"Accept": PROMETHEUS_ACCEPT})
+            with connection.getresponse() as answer:
                 answer.read()
             self.scrapes += 1
             due += interval

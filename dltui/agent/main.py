@@ -6,6 +6,7 @@ import asyncio
 import logging
 import ssl
 import sys
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from dltui.agent import footprint
@@ -69,15 +70,24 @@ def run(
                 serve.close()
                 return 2
         footprint.name_threads()
-        asyncio.run(run_until_signal(serve))
+        asyncio.run(run_until_signal(_with_metrics(serve, server)))
     except OSError as exc:
         print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     finally:
-        if server is not None:
-            server.close()
         sampler.stop()
     return 0
+
+
+async def _with_metrics(serve: Awaitable[None], metrics: MetricsServer | None) -> None:
+    """`serve`, with /metrics beside it on the same loop while it runs."""
+    if metrics is None:
+        return await serve
+    answering = asyncio.create_task(metrics.serve())
+    try:
+        await serve
+    finally:
+        answering.cancel()
 
 
 def _serve_metrics(options: MetricsOptions, agent: Agent, sampler: Sampler) -> MetricsServer:

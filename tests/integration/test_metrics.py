@@ -6,9 +6,12 @@ unsupported field is absent; benchmark results and the agent's own health are me
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import re
+import socket
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -194,3 +197,68 @@ def test_metrics_from_the_config_file(agent_factory, tmp_path: Path):
     agent = agent_factory("--config", str(config))
     series, _ = scrape(metrics_url(agent))
     assert pick(series, "dltui_host_memory_total_bytes")
+
+
+def test_http_as_prometheus_speaks_it(agent_factory):
+    """One connection kept open from scrape to scrape (HTTP/1.1, as Prometheus keeps it), HEAD,
+    and clear answers to what is not a scrape; what is not HTTP gets a 400 and the door shut,
+    and the next scrape is answered as before."""
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = urllib.parse.urlsplit(metrics_url(agent))
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    connection.connect()
+    kept = connection.sock
+    for _ in range(3):
+        connection.request("GET", "/metrics", headers=OPENMETRICS)
+        with connection.getresponse() as answer:
+            assert answer.status == 200 and not answer.will_close
+            body = answer.read()
+        assert body.endswith(b"# EOF\n") and connection.sock is kept
+    connection.request("HEAD", "/metrics")
+    with connection.getresponse() as answer:
+        assert answer.status == 200 and int(answer.headers["Content-Length"]) > 1000
+        assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert answer.read() == b""
+    for method, path, status in (("GET", "/", 404), ("POST", "/metrics", 405)):
+        connection.request(method, path, body=b"x" if method == "POST" else None)
+        with connection.getresponse() as answer:
+            assert answer.status == status, (method, path)
+            answer.read()
+    assert connection.sock is kept
+    connection.close()
+    with socket.create_connection((url.hostname, url.port), timeout=10) as garbage:
+        garbage.sendall(b"\x16\x03\x01 not HTTP at all\r\n\r\n")
+        answer = b"".join(iter(lambda: garbage.recv(4096), b""))  # until the agent closes
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert pick(scrape(metrics_url(agent))[0], "dltui_agent_info")
+
+
+def test_the_faster_openmetrics_writer_gives_the_library_s_own_bytes(agent_factory, fake_gpus):
+    """The agent asks prometheus-client's OpenMetrics writer not to escape names, which every
+    dltui name makes a no-op: the bytes are those of the library's default escaping."""
+    from prometheus_client.exposition import choose_encoder
+
+    from dltui.agent.metrics_server import encoder_for
+    from dltui.protocol import metric_names
+
+    specs = [value for value in vars(metric_names).values()
+             if isinstance(value, metric_names.MetricSpec)]  # fmt: skip
+    specs += [*metric_names.GPU_METRICS.values(), *metric_names.HOST_METRICS.values()]
+    for spec in specs:  # legacy names: what makes the escaping a no-op
+        assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", spec.name), spec.name
+        assert all(re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", label) for label in spec.labels)
+    fake_gpus([{"gpm": True}, {}])
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    _, text = scrape(metrics_url(agent))
+    families = list(text_string_to_metric_families(text))
+    prometheus_2 = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+    library, content_type = choose_encoder(prometheus_2)
+    faster, same_type = encoder_for(prometheus_2)
+    assert faster is not library and same_type == content_type
+
+    class Parsed:
+        def collect(self):
+            return families
+
+    assert faster(Parsed()) == library(Parsed())
+    assert faster(Parsed()).count(b"\n") > 100
