@@ -8,7 +8,8 @@ sampler hands a sample to the event loop) beside a send alone to a client that s
 samples (the part of it no thread avoids), NVML's resident memory and what malloc_trim gives
 back, and the per-call cost of the reads a fast tick makes, spaced as the agent spaces them.
 `--least` measures the least any agent can spend on this machine to read what dltui reads, as
-often: one thread, no event loop, bare pynvml calls, a frame sent or a scrape answered.
+often: one thread, no event loop, bare pynvml calls, a frame sent or a scrape answered. Last,
+what prometheus-client takes to write one scrape of the latest sample.
 
     python benchmarks/agent_costs.py [--rate 10] [--seconds 20] [--floors] [--least]
 """
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dltui.protocol.framing import encode_frame  # noqa: E402
-from dltui.protocol.messages import Sample, to_wire  # noqa: E402
+from dltui.protocol.messages import Inventory, Sample, to_wire  # noqa: E402
 from dltui.telemetry.host import HostSampler  # noqa: E402
 from dltui.telemetry.nvml import NvmlGateway  # noqa: E402
 from dltui.telemetry.processes import Owners  # noqa: E402
@@ -68,8 +69,11 @@ def pieces(rate: float, seconds: float) -> None:
         setattr(owner, method, counted(lambda *_, label=label: label, getattr(owner, method)))
     encode = counted(lambda _: "encode", lambda sample: encode_frame(to_wire(sample)))
 
+    latest: list[Sample] = []
+
     def on_sample(sample: Sample) -> None:
         encode(sample)
+        latest[:] = [sample]
 
     sampler = Sampler(rate, on_sample)
     sampler.start()
@@ -84,6 +88,33 @@ def pieces(rate: float, seconds: float) -> None:
     for name, total in spent.most_common():
         print(f"  {name:45} {1e3 * total / wall:7.3f} ms/s {1e6 * total / calls[name]:9.1f} µs "
               f"a call  ×{calls[name]}")  # fmt: skip
+    exposition(sampler.inventory, latest[0])
+
+
+def exposition(inventory: Inventory, sample: Sample, repeat: int = 300) -> None:
+    """Thread CPU of what a scrape of this sample makes: prometheus-client's metric families,
+    then its OpenMetrics text, as Prometheus 2 asks for it."""
+    from dltui.agent.metrics import families
+    from dltui.agent.metrics_server import encoder_for
+    from dltui.protocol.metric_names import gpu_labels, sample_points
+
+    labels = {gpu.index: gpu_labels(inventory.hostname, gpu.index, gpu) for gpu in inventory.gpus}
+    built = families(sample_points(sample, inventory.hostname, labels))
+
+    class Built:
+        def collect(self) -> list[Any]:
+            return built
+
+    write, _ = encoder_for("application/openmetrics-text;version=1.0.0,text/plain;q=0.5")
+    series = sum(len(family.samples) for family in built)
+    for name, step in (("metric families", lambda: families(sample_points(
+                           sample, inventory.hostname, labels))),
+                       ("OpenMetrics text", lambda: write(Built()))):  # fmt: skip
+        began = time.thread_time()
+        for _ in range(repeat):
+            step()
+        each = 1e6 * (time.thread_time() - began) / repeat
+        print(f"  a scrape's {name}, {series} series: {each:.0f} µs (back to back)")
 
 
 def wake_floor(rate: float = 10.0, seconds: float = 10.0, size: int = 4300) -> None:
