@@ -1,6 +1,6 @@
 """Training on this machine's CPU, both frameworks: every model trains a few real steps in its
-own rank processes, DDP over Gloo scales to two processes, and a folder of real images (the
-digits scikit-learn ships) trains to a target accuracy.
+own rank processes, DDP over Gloo scales to two processes, and a folder of real images (UCI's
+handwritten digits, tests/fixtures/digits-017.npz) trains to a target accuracy.
 
 Tiny images and batches keep the suite fast; the GPU figures come from the device
 (docs/results/models-h200.md).
@@ -17,7 +17,7 @@ from dltui.bench.training import run_models
 from dltui.plans.names import MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
-from tests.conftest import SLOW
+from tests.conftest import ROOT, SLOW
 
 pytestmark = SLOW
 
@@ -88,18 +88,21 @@ DIGITS = (0, 1, 7)
 
 @pytest.fixture(scope="session")
 def digits(tmp_path_factory):
-    """Three of scikit-learn's bundled handwritten digits, written out as a folder of PNGs per
+    """The 539 handwritten 0s, 1s and 7s of the UCI digits set (8×8, 17 grey levels; Alpaydin
+    and Kaynak, CC BY 4.0, as scikit-learn bundles it), written out as a folder of PNGs per
     class."""
-    datasets = pytest.importorskip("sklearn.datasets")
+    numpy = pytest.importorskip("numpy")
     image = pytest.importorskip("PIL.Image")
     root = tmp_path_factory.mktemp("digits")
-    bunch = datasets.load_digits()
-    for index, (pixels, label) in enumerate(zip(bunch.images, bunch.target, strict=True)):
-        if label not in DIGITS:
-            continue
+    with numpy.load(ROOT / "tests/fixtures/digits-017.npz") as bundle:
+        images, labels, indices = bundle["images"], bundle["labels"], bundle["index"]
+    assert sorted(set(labels.tolist())) == list(DIGITS)
+    for pixels, label, index in zip(images, labels, indices, strict=True):
         folder = root / f"digit-{label}"
         folder.mkdir(exist_ok=True)
-        image.fromarray((pixels * 255 / 16).astype("uint8")).save(folder / f"{index:04d}.png")
+        image.fromarray((pixels.astype("uint16") * 255 // 16).astype("uint8")).save(
+            folder / f"{index:04d}.png"
+        )
     return root
 
 
