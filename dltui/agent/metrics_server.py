@@ -159,8 +159,10 @@ class MetricsServer:
             wait = KEEP_ALIVE
 
     def _answer(self, http: h11.Connection, request: h11.Request) -> list[bytes]:
+        headers = []
         if request.method not in (b"GET", b"HEAD"):
             status, content_type, body = 405, "text/plain", b"only GET and HEAD\n"
+            headers.append(("Allow", "GET, HEAD"))
         elif request.target.split(b"?")[0] != PATH.encode():
             status, content_type, body = 404, "text/plain", b"metrics are at /metrics\n"
         else:
@@ -168,7 +170,7 @@ class MetricsServer:
             encoder, content_type = encoder_for(accept.decode("latin-1"))
             status, body = 200, encoder(self._registry)
         # A scrape is tens of kB: gzip would cost the agent more CPU than the bytes cost.
-        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
         out = [http.send(h11.Response(status_code=status, headers=headers)) or b""]
         if request.method != b"HEAD":
             out.append(http.send(h11.Data(data=body)) or b"")

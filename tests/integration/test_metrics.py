@@ -223,6 +223,7 @@ def test_http_as_prometheus_speaks_it(agent_factory):
         connection.request(method, path, body=b"x" if method == "POST" else None)
         with connection.getresponse() as answer:
             assert answer.status == status, (method, path)
+            assert answer.headers["Allow"] == ("GET, HEAD" if status == 405 else None)
             answer.read()
     assert connection.sock is kept
     connection.close()
