@@ -143,13 +143,20 @@ async def _opens_with_tls(sock: socket.socket) -> bool:
 
 
 async def _open_stream(sock: socket.socket, tls: ssl.SSLContext | None) -> MessageStream:
+    return MessageStream(*await accepted_streams(sock, tls, STREAM_LIMIT, TLS_HANDSHAKE_TIMEOUT))
+
+
+async def accepted_streams(
+    sock: socket.socket, tls: ssl.SSLContext | None, limit: int, handshake_timeout: float
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio streams over an accepted socket, after the TLS handshake when there is `tls`."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+    reader = asyncio.StreamReader(limit=limit)
     protocol = asyncio.StreamReaderProtocol(reader)
     transport, _ = await loop.connect_accepted_socket(
         lambda: protocol,
         sock,
         ssl=tls,
-        ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if tls else None,
+        ssl_handshake_timeout=handshake_timeout if tls is not None else None,
     )
-    return MessageStream(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)

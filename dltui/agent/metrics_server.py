@@ -30,7 +30,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics import exposition as openmetrics
 
 from dltui.agent.config import ConfigFileError
-from dltui.agent.listener import listening_socket
+from dltui.agent.listener import accepted_streams, listening_socket
 from dltui.agent.server import is_loopback
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,9 @@ class MetricsServer:
     async def _connection(self, sock: socket.socket, address: object) -> None:
         writer: asyncio.StreamWriter | None = None
         try:
-            reader, writer = await _accepted(sock, self._tls)
+            reader, writer = await accepted_streams(
+                sock, self._tls, MAX_REQUEST, CONNECTION_TIMEOUT
+            )
             await self._answer_each(reader, writer)
         except (OSError, TimeoutError, h11.LocalProtocolError) as exc:  # SSLError is an OSError
             log.debug("metrics: connection from %s ended: %r", address, exc)
@@ -186,21 +188,6 @@ def _refusal(http: h11.Connection, status: int) -> bytes:
     return (http.send(h11.Response(status_code=status, headers=headers)) or b"") + (
         http.send(h11.EndOfMessage()) or b""
     )
-
-
-async def _accepted(
-    sock: socket.socket, tls: ssl.SSLContext | None
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_REQUEST)
-    protocol = asyncio.StreamReaderProtocol(reader)
-    transport, _ = await loop.connect_accepted_socket(
-        lambda: protocol,
-        sock,
-        ssl=tls,
-        ssl_handshake_timeout=CONNECTION_TIMEOUT if tls is not None else None,
-    )
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 async def _next_request(
