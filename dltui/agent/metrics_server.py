@@ -156,7 +156,7 @@ class MetricsServer:
             async with asyncio.timeout(CONNECTION_TIMEOUT):
                 await writer.drain()
             if http.our_state is not h11.DONE or http.their_state is not h11.DONE:
-                return  # either side asked to close, or the request had a body left unread
+                return  # either side asked to close
             http.start_next_cycle()
             wait = KEEP_ALIVE
 
