@@ -23,6 +23,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from http import HTTPStatus
 
 import h11
 from prometheus_client import CollectorRegistry
@@ -173,7 +174,8 @@ class MetricsServer:
             status, body = 200, encoder(self._registry)
         # A scrape is tens of kB: gzip would cost the agent more CPU than the bytes cost.
         headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-        out = [http.send(h11.Response(status_code=status, headers=headers)) or b""]
+        reason = HTTPStatus(status).phrase
+        out = [http.send(h11.Response(status_code=status, headers=headers, reason=reason)) or b""]
         if request.method != b"HEAD":
             out.append(http.send(h11.Data(data=body)) or b"")
         out.append(http.send(h11.EndOfMessage()) or b"")
@@ -185,9 +187,8 @@ def _refusal(http: h11.Connection, status: int) -> bytes:
     if http.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
         return b""
     headers = [("Content-Length", "0"), ("Connection", "close")]
-    return (http.send(h11.Response(status_code=status, headers=headers)) or b"") + (
-        http.send(h11.EndOfMessage()) or b""
-    )
+    answer = h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase)
+    return (http.send(answer) or b"") + (http.send(h11.EndOfMessage()) or b"")
 
 
 async def _next_request(

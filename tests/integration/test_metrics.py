@@ -14,6 +14,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
 
 import psutil
@@ -222,7 +223,7 @@ def test_http_as_prometheus_speaks_it(agent_factory):
     for method, path, status in (("GET", "/", 404), ("POST", "/metrics", 405)):
         connection.request(method, path, body=b"x" if method == "POST" else None)
         with connection.getresponse() as answer:
-            assert answer.status == status, (method, path)
+            assert (answer.status, answer.reason) == (status, HTTPStatus(status).phrase)
             assert answer.headers["Allow"] == ("GET, HEAD" if status == 405 else None)
             answer.read()
     assert connection.sock is kept
@@ -230,7 +231,7 @@ def test_http_as_prometheus_speaks_it(agent_factory):
     with socket.create_connection((url.hostname, url.port), timeout=10) as garbage:
         garbage.sendall(b"\x16\x03\x01 not HTTP at all\r\n\r\n")
         answer = b"".join(iter(lambda: garbage.recv(4096), b""))  # until the agent closes
-    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert pick(scrape(metrics_url(agent))[0], "dltui_agent_info")
 
 
