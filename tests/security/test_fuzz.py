@@ -1,6 +1,7 @@
 """Fuzzing with hypothesis: random, mutated and adversarial bytes at the client's decoder, the
-recording reader and a real agent. Nothing may crash, raise anything but the project's own
-errors, allocate what a header asks for, or stop the agent serving its other clients."""
+recording reader, a real agent and its metrics port. Nothing may crash, raise anything but the
+project's own errors, allocate what a header asks for, or stop the agent serving its other
+clients."""
 
 from __future__ import annotations
 
@@ -231,4 +232,54 @@ def test_after_the_fuzzing_memory_is_flat_and_the_bystander_was_served(fuzzed_ag
     # A payload that held the agent's loop (a blocking read, a huge allocation) would stall
     # every client for seconds; a loaded test machine delays a 10 Hz sample by a second at times.
     assert max(gaps) < 3.0, max(gaps)
+    assert not any("Traceback" in line for line in agent.log), "\n".join(agent.log)
+
+
+# The metrics port is served on the same event loop as the clients: what reaches it must not
+# stall them either.
+HTTP_REQUESTS = [
+    b"GET /metrics HTTP/1.1\r\nHost: agent\r\nAccept: application/openmetrics-text\r\n\r\n",
+    b"GET /metrics HTTP/1.0\r\n\r\n",
+    b"HEAD /metrics HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n",
+    b"POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\n\r\nxyz",
+    b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n" * 50,  # pipelined
+    b"GET /" + b"m" * 20_000 + b" HTTP/1.1\r\n\r\n",  # past the request limit
+    b"GET /metrics HTTP/1.1\r\n" + b"X: y\r\n" * 5_000 + b"\r\n",
+]
+http_in = mutated(HTTP_REQUESTS) | st.binary(max_size=2_000)
+
+
+@pytest.fixture(scope="module")
+def fuzzed_metrics():
+    """The fuzzed agent's metrics port: a second agent, with --metrics, and its bystander."""
+    from tests.conftest import start_agent
+    from tests.integration.test_metrics import metrics_url
+
+    agent = start_agent("--metrics", "127.0.0.1:0")
+    bystander = Bystander(agent.port)
+    bystander.start()
+    port = int(metrics_url(agent).rsplit(":", 1)[1].split("/")[0])
+    yield agent, bystander, port
+    agent.process.kill()
+    agent.process.wait()
+
+
+@FUZZ
+@given(payload=http_in)
+def test_the_metrics_port_survives_what_reaches_it(fuzzed_metrics, payload):
+    agent, _, port = fuzzed_metrics
+    throw(port, payload)
+    assert agent.process.poll() is None, "\n".join(agent.log[-20:])
+
+
+def test_after_the_metrics_fuzzing_scrapes_and_the_bystander_are_served(fuzzed_metrics):
+    from tests.integration.test_metrics import metrics_url, pick, scrape
+
+    agent, bystander, _ = fuzzed_metrics
+    assert pick(scrape(metrics_url(agent))[0], "dltui_agent_info")
+    seen = len(bystander.arrivals)
+    wait_for(lambda: len(bystander.arrivals) >= seen + 10, what="the bystander's next samples")
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(bystander.arrivals)]
+    assert max(gaps) < 3.0, max(gaps)  # as above: a held loop would stall it for seconds
     assert not any("Traceback" in line for line in agent.log), "\n".join(agent.log)
