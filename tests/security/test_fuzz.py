@@ -12,6 +12,7 @@ import struct
 import threading
 import time
 import tracemalloc
+import urllib.parse
 
 import msgpack
 import psutil
@@ -259,7 +260,7 @@ def fuzzed_metrics():
     agent = start_agent("--metrics", "127.0.0.1:0")
     bystander = Bystander(agent.port)
     bystander.start()
-    port = int(metrics_url(agent).rsplit(":", 1)[1].split("/")[0])
+    port = urllib.parse.urlsplit(metrics_url(agent)).port
     yield agent, bystander, port
     agent.process.kill()
     agent.process.wait()
