@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import signal
@@ -33,6 +34,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """SLOW tests first: handed out as the run begins, they end beside the short ones instead
     of one worker starting a minute of TensorFlow as the others finish."""
     items.sort(key=lambda item: item.get_closest_marker("timeout") is None)
+
+
+def require(*packages: str) -> None:
+    """Skip (the test, or the module where called at its top) unless these packages are
+    installed, without importing them: `pytest.importorskip("tensorflow")` costs the worker ~6 s
+    of CPU and ~400 MB for a test whose TensorFlow runs in rank processes, and torch imported by
+    a module's top was imported by every worker as it collected."""
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}", allow_module_level=True)
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:

@@ -14,6 +14,7 @@ import pytest
 from dltui.bench.kernels.allreduce import run_allreduce
 from dltui.bench.shapes import AllReduceCase
 from dltui.protocol.messages import KernelPlan, KernelResult
+from tests.conftest import require
 
 CASES = [AllReduceCase(1000), AllReduceCase(100_000)]
 
@@ -60,7 +61,7 @@ def assert_measured(results: list[KernelResult], framework: str) -> None:
 def test_torch_gloo_across_two_processes():
     """Each rank also checks once per size that rank+1 summed over ranks is exactly 3: a wrong
     sum would be an error result."""
-    pytest.importorskip("torch")
+    require("torch")
     progress: list[tuple[int, int, str]] = []
     results = run(cpu_plan("torch"), CASES, lambda *step: progress.append(step))
     assert_measured(results, "torch")
@@ -68,7 +69,7 @@ def test_torch_gloo_across_two_processes():
 
 
 def test_tensorflow_across_two_logical_cpu_devices():
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     assert_measured(run(cpu_plan("tensorflow"), CASES), "tensorflow")
 
 
@@ -86,7 +87,7 @@ def rank_process(rank: int) -> psutil.Process:
 def test_a_dead_rank_ends_the_run_with_an_error():
     """Kill rank 1 when the first size is in: at least a second of work is left (each size's
     timed loop runs for max_seconds), so rank 0 is mid-run when its peer dies."""
-    pytest.importorskip("torch")
+    require("torch")
     results: list[KernelResult] = []
 
     def on_result(result: KernelResult) -> None:
@@ -109,7 +110,7 @@ def test_a_dead_rank_ends_the_run_with_an_error():
 
 def test_stop_ends_the_run_between_sizes():
     """Stop once the first result is in: the ranks finish the size they are on, then all end."""
-    pytest.importorskip("torch")
+    require("torch")
     before = descendants()
     results: list[KernelResult] = []
     plan = cpu_plan("torch", iterations=100_000, max_seconds=0.2)  # each size takes ~0.2 s
@@ -125,7 +126,7 @@ def test_stop_ends_the_run_between_sizes():
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="this host has a GPU")
 def test_a_missing_gpu_is_an_error_result_at_once():
-    pytest.importorskip("torch")
+    require("torch")
     plan = KernelPlan(framework="torch", kinds=["allreduce"], device="cuda")
     results = run(plan, CASES)
     assert [result.error for result in results] == ["PyTorch sees no CUDA GPU"] * 2
@@ -133,7 +134,7 @@ def test_a_missing_gpu_is_an_error_result_at_once():
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="this host has a GPU")
 def test_an_exception_in_a_rank_becomes_its_error():
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     plan = KernelPlan(framework="tensorflow", kinds=["allreduce"], device="cuda")
     results = run(plan, CASES)
     expected = "rank 0: RuntimeError: TensorFlow sees no GPU"

@@ -10,6 +10,7 @@ import pytest
 from dltui.bench.padding import padded
 from dltui.bench.shapes import ConvCase, GemmCase, RnnCase, cases
 from dltui.plans import formulas
+from tests.conftest import require
 
 REFERENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference"
 
@@ -59,7 +60,7 @@ def test_every_full_set_gemm_that_deepbench_pads_is_padded_here():
 
 
 def test_the_suite_reports_the_padded_shape_and_counts_the_stated_one():
-    pytest.importorskip("torch")
+    require("torch")
     from dltui.bench.backends import load_backend
     from dltui.bench.suite import _Item, measure
     from dltui.protocol.messages import KernelPlan
@@ -80,7 +81,7 @@ def test_the_suite_reports_the_padded_shape_and_counts_the_stated_one():
 
 
 def test_the_v100_ratio_is_given_only_where_the_run_is_set_up_as_deepbenchs():
-    pytest.importorskip("torch")
+    require("torch")
     from dltui.bench.backends import load_backend
     from dltui.bench.suite import _Item, measure
     from dltui.protocol.messages import KernelPlan

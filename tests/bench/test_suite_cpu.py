@@ -15,6 +15,7 @@ import pytest
 from dltui.bench.shapes import cases
 from dltui.bench.suite import run_plan
 from dltui.protocol.messages import KernelPlan, KernelResult
+from tests.conftest import require
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FAST = {"shape_set": "tiny", "iterations": 5, "max_seconds": 0.02, "device": "cpu"}
@@ -43,7 +44,7 @@ def check_plausible(results: list[KernelResult], plan: KernelPlan) -> None:
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
 def test_tiny_set_on_cpu(framework):
-    pytest.importorskip(framework)
+    require(framework)
     plan = KernelPlan(framework=framework, kinds=["gemm", "conv", "rnn"], **FAST)
     results, progress = run(plan)
     expected = sum(len(cases("tiny", kind)) * len(PASSES[kind]) for kind in PASSES)
@@ -58,7 +59,7 @@ def test_tiny_set_on_cpu(framework):
 
 @pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16", "mixed"])
 def test_every_precision_runs_gemm_on_torch_cpu(precision):
-    pytest.importorskip("torch")
+    require("torch")
     plan = KernelPlan(kinds=["gemm"], precisions=[precision], **FAST)
     results, _ = run(plan)
     assert [r.precision for r in results] == [precision] * len(cases("tiny", "gemm"))
@@ -66,7 +67,7 @@ def test_every_precision_runs_gemm_on_torch_cpu(precision):
 
 
 def test_sixteen_bit_precisions_run_on_tensorflow_cpu():
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     tensorflow = {
         "framework": "tensorflow",
         "kinds": ["gemm", "rnn"],
@@ -79,7 +80,7 @@ def test_sixteen_bit_precisions_run_on_tensorflow_cpu():
 
 
 def test_unsupported_precision_is_an_error_result(monkeypatch):
-    pytest.importorskip("torch")
+    require("torch")
     from dltui.bench.backends import torch_backend
 
     real = torch_backend.gemm_step
@@ -99,18 +100,18 @@ def test_unsupported_precision_is_an_error_result(monkeypatch):
 
 
 def test_bandwidth_on_cpu_is_host_memcpy_with_torch_and_an_error_with_tensorflow():
-    pytest.importorskip("torch")
+    require("torch")
     results, _ = run(KernelPlan(kinds=["bandwidth"], **FAST))
     assert [r.shape for r in results] == ["host memcpy 1 MiB", "host memcpy 4 MiB"]
     assert all(r.error is None and r.gbps > 0.1 and r.tflops is None for r in results)
     assert all(r.precision == "" and r.direction == "d2d" for r in results)
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     results, _ = run(KernelPlan(framework="tensorflow", kinds=["bandwidth"], **FAST))
     assert len(results) == 2 and all("torch backend" in r.error for r in results)
 
 
 def test_should_stop_ends_the_run_after_the_current_case():
-    pytest.importorskip("torch")
+    require("torch")
     results: list[KernelResult] = []
     progress: list[tuple] = []
     run_plan(
@@ -198,7 +199,7 @@ def test_tensorflow_device_loop_runs_every_iteration():
 
 
 def test_convolutions_search_both_layouts_unless_told_to_keep_the_default():
-    pytest.importorskip("torch")
+    require("torch")
     plan = KernelPlan(kinds=["conv"], **FAST)
     searched, _ = run(plan)
     assert {r.layout for r in searched} <= {"nchw", "nhwc"}

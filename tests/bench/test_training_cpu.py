@@ -17,7 +17,7 @@ from dltui.bench.training import run_models
 from dltui.plans.names import MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
-from tests.conftest import ROOT, SLOW
+from tests.conftest import ROOT, SLOW, require
 
 pytestmark = SLOW
 
@@ -36,7 +36,7 @@ def train(plan: ModelPlan) -> tuple[list[ModelResult], list[tuple]]:
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_model_trains_and_reports_its_throughput(framework, model):
-    pytest.importorskip(framework)
+    require(framework)
     plan = ModelPlan(framework=framework, models=[model], **TINY)
     (result,), _ = train(plan)
     assert result.model == model
@@ -55,7 +55,7 @@ def test_every_model_trains_and_reports_its_throughput(framework, model):
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_sweep_over_two_processes_scales_with_gloo(framework):
-    pytest.importorskip(framework)
+    require(framework)
     plan = ModelPlan(framework=framework, models=["googlenet"], gpus=[1, 2],
                      **TINY | {"image_size": 32})  # fmt: skip
     results, progress = train(plan)
@@ -73,7 +73,7 @@ def test_a_sweep_over_two_processes_scales_with_gloo(framework):
 
 
 def test_a_model_that_cannot_run_fails_alone():
-    pytest.importorskip("torch")
+    require("torch")
     plan = ModelPlan(models=["googlenet", "resnet50"], gpus=[64], **TINY)
     results, _ = train(plan)
     assert [r.model for r in results] == ["googlenet", "resnet50"]
@@ -110,7 +110,7 @@ def digits(tmp_path_factory):
 def test_time_to_accuracy_on_a_folder_of_real_images(digits, framework, target):
     """GoogLeNet learns the digits in a few epochs. tf_cnn_benchmarks' GoogLeNet has no batch
     norm and starts slower: its target, twice chance, keeps the test to about five epochs."""
-    pytest.importorskip(framework)
+    require(framework)
     plan = ModelPlan(
         framework=framework, models=["googlenet"], device="cpu", image_size=32, batch=32,
         data_dir=str(digits), target_accuracy=target, max_epochs=12,
@@ -124,7 +124,7 @@ def test_time_to_accuracy_on_a_folder_of_real_images(digits, framework, target):
 
 
 def test_a_folder_that_is_not_an_image_set_is_a_clear_error(tmp_path):
-    pytest.importorskip("torch")
+    require("torch")
     (tmp_path / "only-one-class").mkdir()
     plan = ModelPlan(models=["googlenet"], device="cpu", image_size=32, batch=2,
                      data_dir=str(tmp_path), target_accuracy=0.5)  # fmt: skip
@@ -135,7 +135,7 @@ def test_a_folder_that_is_not_an_image_set_is_a_clear_error(tmp_path):
 def test_tensorflow_sizes_its_batch_from_the_gpu_memory_nvml_reports():
     """None without a GPU, the first GPU's memory with one (it once called NVML's list of GPUs
     as a function, and TensorFlow training on a GPU failed before its first step)."""
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     from dltui.bench.training.tf_train import _gpu_memory
 
     memory = _gpu_memory()

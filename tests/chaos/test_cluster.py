@@ -14,7 +14,7 @@ from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
 from dltui.userfiles import load_secret
-from tests.conftest import ROOT, dltui_command
+from tests.conftest import ROOT, dltui_command, require
 from tests.integration.test_client import wait_until
 from tests.netns import Cluster, unavailable
 
@@ -33,7 +33,7 @@ def cluster(tmp_path, secret_file):
 
 
 def test_all_reduce_across_two_hosts(cluster, secret_file, tmp_path):
-    pytest.importorskip("torch")
+    require("torch")
     out = tmp_path / "across.json"
     command = dltui_command(
         "bench", "kernels", "--kind", "allreduce", "--set", "tiny", "--device", "cpu",

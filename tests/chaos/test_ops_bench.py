@@ -9,14 +9,13 @@ import json
 import subprocess
 
 import psutil
-import pytest
 
 from dltui.protocol.messages import Subscribe
 from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
-from tests.conftest import ROOT, dltui_command
+from tests.conftest import ROOT, dltui_command, require
 from tests.integration.test_agent_stream import connect
 
-pytest.importorskip("torch")
+require("torch")
 
 TINY = ("--set", "tiny", "--kind", "gemm", "--iterations", "3", "--max-seconds", "0.2")
 

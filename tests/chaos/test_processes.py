@@ -13,7 +13,6 @@ import subprocess
 import time
 
 import psutil
-import pytest
 
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
@@ -31,11 +30,11 @@ from dltui.protocol.messages import (
 )
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command, wait_for
+from tests.conftest import ROOT, dltui_command, require, wait_for
 from tests.integration.test_agent_stream import connect
 from tests.integration.test_client import wait_until
 
-pytest.importorskip("torch")
+require("torch")
 
 SIGSTOP_S = float(os.environ.get("DLTUI_SIGSTOP_S", "10"))
 

@@ -16,13 +16,14 @@ from dltui.protocol.messages import KernelPlan, KernelResult
 
 pytestmark = pytest.mark.gpu
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU", allow_module_level=True)
-
 
 @pytest.fixture(scope="module")
-def backend():
+def backend(gateway):
+    """torch is imported here once NVML shows a GPU, not at the module's top, which every
+    worker runs as it collects."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
     return load_backend("torch", "cuda")
 
 

@@ -43,8 +43,9 @@ torch.cuda.synchronize()
 
 
 @pytest.fixture
-def holder() -> Iterator[subprocess.Popen[str]]:
-    """A second process that holds GPU 0 and keeps it busy for a minute."""
+def holder(gateway: NvmlGateway) -> Iterator[subprocess.Popen[str]]:
+    """A second process that holds GPU 0 and keeps it busy for a minute (started once NVML
+    shows a GPU: the process spends seconds importing torch to find none)."""
     pytest.importorskip("torch")
     env = os.environ | {"CUDA_VISIBLE_DEVICES": "0"}
     process = subprocess.Popen([sys.executable, "-c", HOLD, "60"], stdout=subprocess.PIPE,

@@ -12,7 +12,7 @@ from tests.gpu.test_nvml_h200 import Recorder, _torch_cuda
 pytestmark = pytest.mark.gpu
 
 
-def test_an_eager_resnet50_run_on_the_gpu_is_seen_by_the_sampler():
+def test_an_eager_resnet50_run_on_the_gpu_is_seen_by_the_sampler(gateway):
     _torch_cuda()
     plan = ModelPlan(models=["resnet50"], batch=128, compile=False, warmup=5, steps=40)
     results: list[ModelResult] = []

@@ -23,10 +23,10 @@ from dltui.protocol.messages import (
     Sample,
     Subscribe,
 )
-from tests.conftest import ROOT, dltui_command, start_agent
+from tests.conftest import ROOT, dltui_command, require, start_agent
 from tests.integration.test_agent_stream import connect
 
-pytest.importorskip("torch")
+require("torch")
 
 TINY = KernelPlan(
     framework="torch",

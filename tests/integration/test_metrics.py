@@ -24,7 +24,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from dltui.protocol.fields import THROTTLE_REASONS
 from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
 from dltui.protocol.metric_names import GPU_METRICS, HOST_METRICS
-from tests.conftest import ROOT, AgentProcess, wait_for
+from tests.conftest import ROOT, AgentProcess, require, wait_for
 from tests.integration.test_agent_stream import collect_samples, connect
 
 FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
@@ -140,7 +140,7 @@ def test_a_scrape_during_an_nvml_hang_answers_at_once_with_the_gpu_down(agent_fa
 
 
 async def test_benchmark_results_and_progress_are_metrics(agent_factory):
-    pytest.importorskip("torch")
+    require("torch")
     from tests.integration.test_jobs import TINY, until
 
     agent = agent_factory("--metrics", "127.0.0.1:0")

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from dltui.protocol.messages import JobEnd, JobResult, Run
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, require, wait_for
 from tests.integration.test_agent_stream import connect
 from tests.integration.test_metrics import fake_gpus, metrics_url  # noqa: F401
 from tests.prometheus import PrometheusServer, tool, values
@@ -18,7 +18,7 @@ from tests.prometheus import PrometheusServer, tool, values
 
 async def test_prometheus_scrapes_an_agent(agent_factory, fake_gpus, tmp_path):  # noqa: F811
     tool("prometheus")
-    pytest.importorskip("torch")
+    require("torch")
     from tests.integration.test_jobs import TINY, until
 
     fake_gpus([{"gpm": True}, {"faults": {"nvmlDeviceGetUtilizationRates": "GpuIsLost"}}])

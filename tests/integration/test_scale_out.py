@@ -11,9 +11,9 @@ import threading
 import psutil
 import pytest
 
-from tests.conftest import ROOT, SLOW, dltui_command, wait_for
+from tests.conftest import ROOT, SLOW, dltui_command, require, wait_for
 
-pytest.importorskip("torch")
+require("torch")
 pytestmark = SLOW
 
 
@@ -75,7 +75,7 @@ def free_ports(count: int) -> int:
 
 
 def test_tensorflow_all_reduce_across_two_agents(agent_factory, tmp_path):
-    pytest.importorskip("tensorflow")
+    require("tensorflow")
     first, second = agent_factory(), agent_factory()
     out = tmp_path / "tf.json"
     command = dltui_command(

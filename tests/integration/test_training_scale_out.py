@@ -12,7 +12,7 @@ import subprocess
 import psutil
 import pytest
 
-from tests.conftest import ROOT, SLOW, dltui_command, wait_for
+from tests.conftest import ROOT, SLOW, dltui_command, require, wait_for
 from tests.integration.test_scale_out import free_ports
 
 pytestmark = SLOW
@@ -31,7 +31,7 @@ def train_across(agents, *args: str) -> list[str]:
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
 def test_one_training_run_across_two_agents(agent_factory, tmp_path, framework):
-    pytest.importorskip(framework)
+    require(framework)
     first, second = agent_factory(), agent_factory()
     out = tmp_path / "across.json"
     command = train_across((first, second), "--framework", framework, "--steps", "4",
@@ -62,7 +62,7 @@ def test_one_training_run_across_two_agents(agent_factory, tmp_path, framework):
 
 
 def test_killing_one_servers_part_stops_the_run_on_both(agent_factory):
-    pytest.importorskip("torch")
+    require("torch")
     first, second = agent_factory(), agent_factory()
     command = train_across((first, second), "--no-baseline", "--steps", "10000",
                            "--timeout", "120")  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command, start_agent, wait_for
+from tests.conftest import ROOT, dltui_command, require, start_agent, wait_for
 
 
 def records_of(path):
@@ -82,7 +82,7 @@ def test_kill_9_loses_at_most_the_last_second(agent, tmp_path):
 
 
 def test_a_plan_runs_while_recording_and_ends_it(agent, tmp_path):
-    pytest.importorskip("torch")
+    require("torch")
     plan = tmp_path / "nightly.toml"
     plan.write_text(
         '[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\niterations = 3\n'

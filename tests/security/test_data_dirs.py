@@ -13,6 +13,7 @@ import pytest
 from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.jobs import data_dir_refusal
 from dltui.protocol.messages import JobEnd, JobResult, ModelPlan, Run
+from tests.conftest import require
 from tests.integration.test_agent_stream import connect
 
 
@@ -90,7 +91,7 @@ async def test_a_real_agent_says_the_same_for_what_exists_and_what_does_not(agen
 
 async def test_a_local_agent_reads_what_its_user_can(folders):
     """Over stdio the client is the user who started the agent: no data_dirs needed."""
-    pytest.importorskip("torch")
+    require("torch")
     client, _ = await connect("local")
     end, (result,) = await end_of(client, to_accuracy(str(folders / "nothing-here")), 1)
     assert end.state == "done" and result.model is not None

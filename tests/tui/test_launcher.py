@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 
-import pytest
 from textual.widgets import Input, RadioButton, SelectionList
 
 from dltui.client.target import parse_target
@@ -14,9 +13,10 @@ from dltui.tui import create_app
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
+from tests.conftest import require
 from tests.tui.test_app import LIVE_CPU, screen_text, wait_for_text, wait_until
 
-pytest.importorskip("torch")
+require("torch")
 
 LIVE = LIVE_CPU
 

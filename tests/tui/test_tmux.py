@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, require, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 DLTUI = f"{shlex.quote(sys.executable)} -m dltui"
@@ -100,7 +100,7 @@ def test_a_user_sees_this_machine_asks_for_help_and_quits(terminal: Terminal) ->
 def test_a_user_starts_a_benchmark_from_the_launcher_and_reads_its_result(
     terminal: Terminal,
 ) -> None:
-    pytest.importorskip("torch")
+    require("torch")
     terminal.start(DLTUI)
     terminal.until(lambda text: "● live" in text and "b Benchmark" in text, timeout=60,
                    what="the live host and the key that runs a benchmark")  # fmt: skip
@@ -139,7 +139,7 @@ def test_a_mistyped_command_is_an_error_with_a_suggestion(terminal: Terminal) ->
 
 
 def test_ctrl_c_in_bench_cancels_says_so_and_exits_130(terminal: Terminal) -> None:
-    pytest.importorskip("torch")
+    require("torch")
     # The full set on this CPU takes an hour: it is running when Ctrl-C comes.
     terminal.start(f"{DLTUI} bench kernels --set full --device cpu --kind gemm; echo rc=$?; "
                    "sleep 60")  # fmt: skip

@@ -141,9 +141,11 @@ def _job(plan: ModelPlan, model: str, gpus: int) -> TrainJob:
 
 def _torch_replicas(device: str, gpus: int) -> int:
     """One rank per GPU asked for (0: every GPU); CPU processes where there is no GPU."""
-    import torch
+    available = 0
+    if device != "cpu":  # torch, to count CUDA's GPUs: seconds that a CPU run need not spend
+        import torch
 
-    available = 0 if device == "cpu" else torch.cuda.device_count()
+        available = torch.cuda.device_count()
     if device == "cuda" and available == 0:
         raise PlanError("the plan asks for CUDA, but PyTorch sees no CUDA GPU")
     if available == 0:
