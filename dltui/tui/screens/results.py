@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -184,17 +185,26 @@ class ResultsScreen(Screen[None]):
         sort_column, descending = self.sort
         arrow = " ▼" if descending else " ▲"
         first = "benchmark" + (" (last run first)" if descending and sort_column is None else "")
-        table.add_column(first, key="")
+        headings = [first]
         for column in comparison.columns:
             mark = "◆ " if column == self.baseline else ""
             sort = arrow if column == sort_column else ""
-            table.add_column(f"{mark}{column}{sort}", key=column)
+            headings.append(f"{mark}{column}{sort}")
         rows = comparison.sorted_rows(sort_column, self.metric, descending)
-        for row in rows:
-            cells = [
-                cell_text(row, column, self.baseline, self.metric) for column in comparison.columns
-            ]
-            table.add_row(Text(row.label), *cells)
+        body = [
+            [Text(row.label)]
+            + [cell_text(row, column, self.baseline, self.metric) for column in comparison.columns]
+            for row in rows
+        ]
+        # Each column as wide as its widest cell now: a DataTable measures new cells only when it
+        # next idles, and in a busy suite run that had not come ten seconds later (the columns
+        # stayed cut to their headings).
+        keys = ["", *comparison.columns]
+        for index, (key, heading) in enumerate(zip(keys, headings, strict=True)):
+            width = max([cell_len(heading), *(cells[index].cell_len for cells in body)])
+            table.add_column(heading, key=key, width=width)
+        for cells in body:
+            table.add_row(*cells)
         if rows:
             table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
         base = "the published figure" if self.baseline == REFERENCE else self.baseline
