@@ -55,8 +55,9 @@ async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> N
         # The columns are as wide as their cells once drawn, not once the table next idles (in a
         # busy suite run that had not come in ten seconds): read before the app runs again.
         results.baseline = "cpu-kernels"  # its watcher redraws the table here and now
-        assert re.search(r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s ±\d\.\d% ×\d+ +[\d.,]+×\?? +"
-                         r"\d+\.\d GFLOP/s ±\d+\.\d% ×\d+\n", screen_text(app) + "\n")  # fmt: skip
+        drawn = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s ±\d\.\d% ×\d+ +[\d.,]+×\?? +"
+                 r"\d+\.\d GFLOP/s ±\d+\.\d% ×\d+\n")  # fmt: skip
+        assert re.search(drawn, screen_text(app) + "\n")
 
         await pilot.press("m")  # per watt: this recording's kernels read no energy of their own
         text = await wait_for_text(pilot, r"gemm 8448x48000x2816 TN fwd bf16 +no energy run")
