@@ -3,7 +3,10 @@ Gloo between the agents' CPU processes. If one agent's part dies, the run stops 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -17,15 +20,32 @@ require("torch")
 pytestmark = SLOW
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+_SLOTS = itertools.count()
+
+
+def rendezvous_port(count: int = 1) -> int:
+    """The first of `count` consecutive loopback ports free now, for ranks that bind them seconds
+    later (TensorFlow's workers use base+i). They come from below the kernel's ephemeral range
+    (32768 on) and from a block of this xdist worker's own: a port found by binding port 0 can be
+    the kernel's next pick for another test's agent or connection before the ranks bind it (in
+    one full suite run a TensorFlow all-reduce across two agents took 134 s and its results came
+    from the wrong server)."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    for slot in itertools.islice(_SLOTS, 125):
+        base = 20_000 + 1_000 * worker + 8 * (slot % 125)
+        with contextlib.ExitStack() as probes:
+            try:
+                for port in range(base, base + count):
+                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:  # in use, or still in TIME_WAIT from an earlier run
+                continue
+        return base
+    raise RuntimeError("no free rendezvous ports in this worker's block")
 
 
 def bench_across(agents, *args: str) -> list[str]:
     command = dltui_command("bench", "kernels", "--kind", "allreduce", "--device", "cpu",
-                            "--rendezvous", f"127.0.0.1:{free_port()}")  # fmt: skip
+                            "--rendezvous", f"127.0.0.1:{rendezvous_port()}")  # fmt: skip
     for agent in agents:
         command += ["--agent", agent.address]
     return command + list(args)
@@ -55,32 +75,13 @@ def test_all_reduce_across_two_agents(agent_factory, tmp_path):
         assert row["gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["gbps"])  # n = 2
 
 
-def free_ports(count: int) -> int:
-    """The first of `count` consecutive free loopback ports (TensorFlow's workers use base+i)."""
-    for _ in range(20):
-        base = free_port()
-        probes = []
-        try:
-            for offset in range(count):
-                probe = socket.socket()
-                probes.append(probe)
-                probe.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                probe.close()
-    raise AssertionError("no run of free ports")
-
-
 def test_tensorflow_all_reduce_across_two_agents(agent_factory, tmp_path):
     require("tensorflow")
     first, second = agent_factory(), agent_factory()
-    out = tmp_path / "tf.json"
+    out, port = tmp_path / "tf.json", rendezvous_port(2)
     command = dltui_command(
         "bench", "kernels", "--framework", "tensorflow", "--kind", "allreduce", "--set", "tiny",
-        "--device", "cpu", "--max-seconds", "0.2", "--rendezvous", f"127.0.0.1:{free_ports(2)}",
+        "--device", "cpu", "--max-seconds", "0.2", "--rendezvous", f"127.0.0.1:{port}",
         "--agent", first.address, "--agent", second.address, "--json", str(out),
         "--timeout", "200",  # a rank that hangs ends as a failed job, in the agent's words
     )  # fmt: skip

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from tests.conftest import ROOT, SLOW, dltui_command, require, wait_for
-from tests.integration.test_scale_out import free_ports
+from tests.integration.test_scale_out import rendezvous_port
 
 pytestmark = SLOW
 
@@ -23,7 +23,7 @@ SMALL = ("--model", "googlenet", "--device", "cpu", "--image-size", "32", "--bat
 
 def train_across(agents, *args: str) -> list[str]:
     command = dltui_command("bench", "models", "--scale-out", *SMALL,
-                            "--rendezvous", f"127.0.0.1:{free_ports(2)}")  # fmt: skip
+                            "--rendezvous", f"127.0.0.1:{rendezvous_port(2)}")  # fmt: skip
     for agent in agents:
         command += ["--agent", agent.address]
     return command + list(args)
