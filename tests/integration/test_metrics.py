@@ -196,8 +196,11 @@ def test_metrics_from_the_config_file(agent_factory, tmp_path: Path):
     config = tmp_path / "agent.toml"
     config.write_text('metrics = "127.0.0.1:0"\n')
     agent = agent_factory("--config", str(config))
-    series, _ = scrape(metrics_url(agent))
-    assert pick(series, "dltui_host_memory_total_bytes")
+    url = metrics_url(agent)
+    # Waited for: a scrape before the sampler's first host sample has no host series (a loaded
+    # fresh clone's run scraped that early).
+    wait_for(lambda: pick(scrape(url)[0], "dltui_host_memory_total_bytes"),
+             what="the host's memory in a scrape")  # fmt: skip
 
 
 def test_http_as_prometheus_speaks_it(agent_factory):
