@@ -26,6 +26,7 @@ from dltui.telemetry.nvml_health import HEALTH_READERS
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
     FAST_GROUPS,
+    FAST_INTERVALS,
     GPM_METRICS,
     GPM_MIN_INTERVAL,
     INIT_REASONS,
@@ -72,6 +73,8 @@ class _Device:
     """GPM metrics still believed supported: field -> metric id."""
     slow_times: dict[str, float] = field(default_factory=dict)
     """When each slow read was last due: group -> monotonic time."""
+    fast_held: dict[str, tuple[dict[str, float], float]] = field(default_factory=dict)
+    """Fast reads with a refresh interval (FAST_INTERVALS): group -> (values, when read)."""
     util_seen: int = 0
     """The latest process-utilization sample's timestamp (µs): each read asks for newer ones."""
     mig: list[mig.Instance] = field(default_factory=list)
@@ -245,15 +248,25 @@ class NvmlGateway:
     def _read_counters(self, dev: _Device) -> GpuSample:
         values: dict[str, float] = {}
         errors: dict[str, str] = {}
+        now = self._clock()
         for group, fields in FAST_GROUPS.items():
             if group in dev.unsupported:
                 continue
+            held = dev.fast_held.get(group)
+            # (with the slow reads' slack, so that ticks a little early never skip a turn)
+            if held is not None and now - held[1] < FAST_INTERVALS[group] * 0.95:
+                values.update(held[0])  # the driver has nothing newer yet
+                continue
             try:
                 if group in SIMPLE_READS:
-                    values[group] = self._read_simple(dev, *SIMPLE_READS[group])
+                    read = {group: self._read_simple(dev, *SIMPLE_READS[group])}
                 else:
-                    values.update(getattr(self, f"_read_{group}")(dev))
+                    read = getattr(self, f"_read_{group}")(dev)
+                values.update(read)
+                if group in FAST_INTERVALS:
+                    dev.fast_held[group] = (read, now)
             except (_Missing, self._nvml.NVMLError) as exc:
+                dev.fast_held.pop(group, None)
                 self._failed(dev, group, exc)
                 if dev.state != "ok":
                     return GpuSample(index=dev.index, state=dev.state, values={})

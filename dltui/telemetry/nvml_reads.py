@@ -109,6 +109,13 @@ FAST_GROUPS: dict[str, tuple[str, ...]] = {
     "throttle": ("throttle",),
 }
 
+# Fast reads whose source refreshes more slowly than a 10 Hz tick: group -> seconds between
+# reads; the ticks in between carry the value read last. On the H200 (benchmarks/
+# nvml_refresh.py) utilization changed every 200 ms, as the driver's own utilization samples
+# are spaced; power (the 1 s average as much as the instant field), temperature and the SM
+# clock changed every 100 ms, and memory and throttle reasons as soon as they moved.
+FAST_INTERVALS: dict[str, float] = {"util": 0.2}
+
 # c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
 VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 

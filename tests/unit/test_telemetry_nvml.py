@@ -13,7 +13,7 @@ import pytest
 from dltui.protocol.fields import GPU_FIELDS
 from dltui.protocol.messages import GpuProcess
 from dltui.telemetry.nvml import NvmlGateway
-from dltui.telemetry.nvml_reads import ALL_LINKS, SLOW_INTERVALS
+from dltui.telemetry.nvml_reads import ALL_LINKS, FAST_INTERVALS, SLOW_INTERVALS
 
 # --- a small pynvml look-alike: same names, signatures and error classes --------------------
 
@@ -435,6 +435,38 @@ def test_fast_read_converts_units() -> None:
         "pcie_width": 16,
     }
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
+
+
+def test_a_fast_read_whose_source_refreshes_slowly_is_taken_at_its_interval() -> None:
+    gpu = FakeGpu(util=(10, 1))
+    gateway, nvml = opened(gpu)
+    tick, interval = 0.05, FAST_INTERVALS["util"]
+    memory_reads = gpu.calls["nvmlDeviceGetMemoryInfo"]  # the inventory's
+    seen = []
+    for _ in range(round(2 * interval / tick)):
+        (sample,) = gateway.read_fast()
+        seen.append(sample.values["util_gpu"])
+        gpu.util = (gpu.util[0] + 1, 1)  # the driver's value moves; ticks between reads carry
+        nvml.clock.now += tick
+    per_read = round(interval / tick)
+    assert seen == [10] * per_read + [10 + per_read] * per_read
+    assert gpu.calls["nvmlDeviceGetUtilizationRates"] == 2
+    assert gpu.calls["nvmlDeviceGetMemoryInfo"] - memory_reads == 2 * per_read  # every tick
+
+
+def test_a_slowly_refreshed_read_that_fails_is_asked_again_next_tick() -> None:
+    gpu = FakeGpu(util=(10, 1))
+    gateway, nvml = opened(gpu)
+    gateway.read_fast()
+    nvml.clock.now += FAST_INTERVALS["util"]
+    gpu.faults_once["nvmlDeviceGetUtilizationRates"] = NVMLError_Unknown()
+    (failed,) = gateway.read_fast()
+    assert "util_gpu" not in failed.values
+    assert failed.errors == {"util_gpu": "Unknown Error", "util_mem": "Unknown Error"}
+    nvml.clock.now += 0.05
+    (again,) = gateway.read_fast()
+    assert again.values["util_gpu"] == 10
+    assert gpu.calls["nvmlDeviceGetUtilizationRates"] == 3
 
 
 def test_not_supported_field_is_absent_and_never_asked_again() -> None:
