@@ -71,10 +71,11 @@ class _Device:
     gpm_time: float | None = None
     gpm_metrics: dict[str, int] = field(default_factory=dict)
     """GPM metrics still believed supported: field -> metric id."""
-    slow_times: dict[str, float] = field(default_factory=dict)
-    """When each slow read was last due: group -> monotonic time."""
-    fast_held: dict[str, tuple[dict[str, float], float]] = field(default_factory=dict)
-    """Fast reads with a refresh interval (FAST_INTERVALS): group -> (values, when read)."""
+    due_times: dict[str, float] = field(default_factory=dict)
+    """When each read taken at an interval (SLOW_INTERVALS, FAST_INTERVALS) was last due:
+    group -> monotonic time."""
+    fast_held: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The last values of the fast reads taken at an interval: group -> values."""
     util_seen: int = 0
     """The latest process-utilization sample's timestamp (µs): each read asks for newer ones."""
     mig: list[mig.Instance] = field(default_factory=list)
@@ -252,10 +253,9 @@ class NvmlGateway:
         for group, fields in FAST_GROUPS.items():
             if group in dev.unsupported:
                 continue
-            held = dev.fast_held.get(group)
-            # (with the slow reads' slack, so that ticks a little early never skip a turn)
-            if held is not None and now - held[1] < FAST_INTERVALS[group] * 0.95:
-                values.update(held[0])  # the driver has nothing newer yet
+            timed = group in FAST_INTERVALS
+            if timed and not self._due(dev, group, now, FAST_INTERVALS) and group in dev.fast_held:
+                values.update(dev.fast_held[group])  # the driver has nothing newer yet
                 continue
             try:
                 if group in SIMPLE_READS:
@@ -263,8 +263,8 @@ class NvmlGateway:
                 else:
                     read = getattr(self, f"_read_{group}")(dev)
                 values.update(read)
-                if group in FAST_INTERVALS:
-                    dev.fast_held[group] = (read, now)
+                if timed:
+                    dev.fast_held[group] = read
             except (_Missing, self._nvml.NVMLError) as exc:
                 dev.fast_held.pop(group, None)
                 self._failed(dev, group, exc)
@@ -383,12 +383,14 @@ class NvmlGateway:
         return self._gpm_usable(dev) and all(name in dev.gpm_metrics for name in names)
 
     @staticmethod
-    def _due(dev: _Device, group: str, now: float) -> bool:
-        last = dev.slow_times.get(group)
-        # A little slack, so a slow thread ticking at exactly the interval never skips a turn.
-        if last is not None and now - last < SLOW_INTERVALS.get(group, 0.0) * 0.95:
+    def _due(
+        dev: _Device, group: str, now: float, intervals: dict[str, float] = SLOW_INTERVALS
+    ) -> bool:
+        last = dev.due_times.get(group)
+        # A little slack, so a thread ticking at exactly the interval never skips a turn.
+        if last is not None and now - last < intervals.get(group, 0.0) * 0.95:
             return False
-        dev.slow_times[group] = now
+        dev.due_times[group] = now
         return True
 
     def _slow(
