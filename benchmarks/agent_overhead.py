@@ -1,13 +1,15 @@
 """What an agent costs the server it watches.
 
 Starts a real agent process on loopback and keeps it busy the way its consumers would: a client
-subscribed at `--client-rate` (default: the agent's `--rate`), and/or a scraper fetching
-`/metrics` every `--scrape-interval` seconds. Reports the agent's CPU time per sample per GPU,
-its share of one core per GPU, and its RSS, from /proc. With `--gemm` (needs PyTorch and a GPU)
-it also runs a bf16 GEMM loop with and without the agent, alternating rounds in the same run,
-and reports the median slowdown.
+subscribed at `--client-rate` (default: the agent's `--rate`) that lets samples wait
+`--client-batch` seconds at the agent (default: what the TUI asks, 0.5 s; 0: each sample as it
+is read), and/or a scraper fetching `/metrics` every `--scrape-interval` seconds. Reports the
+agent's CPU time per sample per GPU, its share of one core per GPU, and its RSS, from /proc.
+With `--gemm` (needs PyTorch and a GPU) it also runs a bf16 GEMM loop with and without the
+agent, alternating rounds in the same run, and reports the median slowdown.
 
     python benchmarks/agent_overhead.py [--seconds 30] [--rate 10] [--repeat 3] [--json OUT]
+    python benchmarks/agent_overhead.py --client-batch 0         # a client served each tick
     python benchmarks/agent_overhead.py --no-client --scrape-interval 1       # a scraper only
     python benchmarks/agent_overhead.py --fake-nvml 1 --profile OUT.txt       # no GPU needed
     python benchmarks/agent_overhead.py --gemm --gemm-rounds 10               # on the device
@@ -47,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dltui.client.connection import handshake  # noqa: E402
+from dltui.client.session import WATCH_BATCH_S  # noqa: E402
 from dltui.client.target import parse_target  # noqa: E402
 from dltui.client.transport import open_transport  # noqa: E402
 from dltui.protocol.messages import Sample, Subscribe  # noqa: E402
@@ -72,6 +75,7 @@ class AgentUnderTest:
         self,
         rate: float,
         client_rate: float | None,
+        client_batch: float = 0.0,
         scrape_interval: float | None = None,
         fake_gpus: int | None = None,
         profile: str | None = None,
@@ -100,7 +104,7 @@ class AgentUnderTest:
         self.scrapes = 0
         self._stop = threading.Event()
         if client_rate is not None:
-            consume = lambda: asyncio.run(self._consume(client_rate))  # noqa: E731
+            consume = lambda: asyncio.run(self._consume(client_rate, client_batch))  # noqa: E731
             threading.Thread(target=consume, daemon=True).start()
         if scrape_interval is not None:
             scrape = lambda: self._scrape(scrape_interval)  # noqa: E731
@@ -111,10 +115,10 @@ class AgentUnderTest:
         for _ in self.process.stderr:
             pass
 
-    async def _consume(self, rate: float) -> None:
+    async def _consume(self, rate: float, batch: float) -> None:
         transport = await open_transport(parse_target(f"127.0.0.1:{self.port}"))
         await handshake(transport.stream, None, "overhead-benchmark")
-        await transport.stream.send(Subscribe(1, rate))
+        await transport.stream.send(Subscribe(1, rate, batch))
         while not self._stop.is_set():
             if isinstance(await transport.stream.receive(), Sample):
                 self.samples += 1
@@ -160,7 +164,9 @@ class AgentUnderTest:
 
 def measure_agent(args: argparse.Namespace, profile: str | None = None) -> dict[str, Any]:
     client_rate = None if args.no_client else (args.client_rate or args.rate)
-    agent = AgentUnderTest(args.rate, client_rate, args.scrape_interval, args.fake_nvml, profile)
+    agent = AgentUnderTest(
+        args.rate, client_rate, args.client_batch, args.scrape_interval, args.fake_nvml, profile
+    )
     try:
         deadline = time.monotonic() + 30  # a profiled agent starts slowly
         warm = lambda: agent.samples >= (client_rate or 0) and agent.scrapes >= 1  # noqa: E731
@@ -185,6 +191,7 @@ def measure_agent(args: argparse.Namespace, profile: str | None = None) -> dict[
         "gpus": agent.gpus,
         "rate_hz": args.rate,
         "client_rate_hz": client_rate,
+        "client_batch_s": None if client_rate is None else args.client_batch,
         "scrape_interval_s": args.scrape_interval,
         "seconds": round(wall, 2),
         "samples_delivered": samples,
@@ -229,7 +236,9 @@ def measure_gemm_slowdown(args: argparse.Namespace) -> dict[str, Any]:
         agent_first = round_ % 2 == 1
         if not agent_first:
             without.append(tflops_for(seconds))
-        agent = AgentUnderTest(args.rate, client_rate, args.scrape_interval, args.fake_nvml)
+        agent = AgentUnderTest(
+            args.rate, client_rate, args.client_batch, args.scrape_interval, args.fake_nvml
+        )
         try:
             deadline = time.monotonic() + 10
             while agent.samples < 2 and client_rate and time.monotonic() < deadline:
@@ -294,6 +303,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=float, default=10.0, help="the agent's --rate")
     parser.add_argument("--client-rate", type=float, help="the client's rate (default --rate)")
+    parser.add_argument("--client-batch", type=float, default=WATCH_BATCH_S, metavar="S",
+                        help="how long the client lets samples wait (the TUI's)")  # fmt: skip
     parser.add_argument("--no-client", action="store_true", help="no client subscribed")
     parser.add_argument("--scrape-interval", type=float, metavar="S",
                         help="serve --metrics and scrape it every S seconds")  # fmt: skip

@@ -1,12 +1,14 @@
 """How fast to sample: as fast as the most demanding consumer needs, never faster than the agent's
-`--rate`, and slowly when nobody is looking.
+`--rate`, and slowly when nobody is looking; and how long samples may wait to be sent together.
 
 A client says its rate when it subscribes. A scraper says nothing: its rate is read from the gaps
 between its scrapes (the shortest of the last few, so two scrapers count as the faster one),
 rounded up to a step of RATE_STEPS so that a scraper's jitter does not move the rate, and
 forgotten once it has missed a few scrapes. An agent with a 15 s scraper and no client samples
 every 5 s (IDLE_HZ), not ten times a second; one whose scraper comes every second samples once
-a second; a client subscribing at 10 Hz raises the rate at once.
+a second; a client subscribing at 10 Hz raises the rate at once. A client may also let its
+samples wait up to `batch_s` at the agent (the TUI redraws twice a second, so it waits half a
+second): samples are then sent in batches, as long as every subscribed client allows.
 """
 
 from __future__ import annotations
@@ -43,24 +45,28 @@ class SamplingDemand:
         self._apply = apply
         self._clock = clock
         self._lock = threading.Lock()
-        self._clients: dict[object, float] = {}
+        self._clients: dict[object, tuple[float, float]] = {}  # client: (rate_hz, batch_s)
         self._scrapes: deque[float] = deque(maxlen=SCRAPES_KEPT)
         self._scraper_hz = 0.0
         self._scraper_until = float("inf")
         self.rate_hz = min(max_hz, IDLE_HZ)
+        self.batch_s = 0.0
+        """How long a sample may wait to be sent with later ones: what every client allows."""
 
     @property
     def clients(self) -> int:
         """Clients subscribed now."""
         return len(self._clients)
 
-    def subscribe(self, client: object, rate_hz: float | None) -> None:
-        """`client` wants samples at `rate_hz`; None: no more (it unsubscribed or left)."""
+    def subscribe(self, client: object, rate_hz: float | None, batch_s: float = 0.0) -> None:
+        """`client` wants samples at `rate_hz`, each sent within `batch_s`; None: no more (it
+        unsubscribed or left)."""
         with self._lock:
             if rate_hz is None:
                 self._clients.pop(client, None)
             else:
-                self._clients[client] = rate_hz
+                self._clients[client] = (rate_hz, batch_s)
+            self.batch_s = min((batch for _, batch in self._clients.values()), default=0.0)
             self._update()
 
     def scraped(self) -> None:
@@ -87,7 +93,7 @@ class SamplingDemand:
                 self._update()
 
     def _update(self) -> None:
-        wanted = max(IDLE_HZ, self._scraper_hz, *self._clients.values())
+        wanted = max(IDLE_HZ, self._scraper_hz, *(rate for rate, _ in self._clients.values()))
         rate = min(self.max_hz, wanted)
         if rate != self.rate_hz:
             self.rate_hz = rate

@@ -17,6 +17,7 @@ import socket
 import ssl
 import stat
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from dltui.agent.admission import Admission, Waiting
@@ -79,6 +80,10 @@ class Agent:
         self.demand = SamplingDemand(rate_hz, sampling or (lambda rate: None))
         self.latest: Sample | None = None
         """The sampler's latest sample, for /metrics."""
+        self._unsent: deque[tuple[float, bytes]] = deque()
+        """Encoded samples not yet handed to the sessions: (mono, frame), oldest first."""
+        self._batch_began: float | None = None
+        """When the oldest sample of the batch being gathered was read (sampler thread)."""
         self.results = ResultBoard(inventory.hostname)
         self.agent_id = agent_id
         self.secret = secret
@@ -99,20 +104,32 @@ class Agent:
         )
 
     # Called from the sampler thread: the sample is encoded here, once for every client, and
-    # the event loop is woken only when a client has subscribed.
+    # the event loop is woken only when a client has subscribed and its batch is due: with
+    # every client allowing half a second, five ticks in six wake nobody.
     def on_sample(self, sample: Sample) -> None:
         self.latest = sample
         self.demand.check()
         self.occupancy.observe(sample)
         self.events.observe(sample)
         loop = self._loop
-        if self.demand.clients and loop is not None and not loop.is_closed():
-            frame = encode_frame(to_wire(sample))
-            loop.call_soon_threadsafe(self._broadcast, sample.mono, frame)
+        if not self.demand.clients or loop is None or loop.is_closed():
+            return
+        self._unsent.append((sample.mono, encode_frame(to_wire(sample))))
+        if self._batch_began is None:
+            self._batch_began = sample.mono
+        # Half a tick of slack: the tick that makes the batch `batch_s` old goes with it.
+        if sample.mono - self._batch_began >= self.demand.batch_s - 0.5 / self.demand.rate_hz:
+            self._batch_began = None
+            loop.call_soon_threadsafe(self._send_samples)
 
-    def _broadcast(self, mono: float, frame: bytes) -> None:
-        for session in self.sessions:
-            session.offer(mono, frame)
+    def _send_samples(self) -> None:
+        """Every sample not yet sent, to every session (the event loop's thread)."""
+        samples = []
+        while self._unsent:  # only this thread takes from the left
+            samples.append(self._unsent.popleft())
+        if samples:
+            for session in self.sessions:
+                session.offer(samples)
 
     def on_event(self, event: Event) -> None:
         """An event to every client, from the thread that raised it."""
@@ -121,7 +138,10 @@ class Agent:
             loop.call_soon_threadsafe(self.publish, event)
 
     def publish(self, message: Message) -> None:
-        """A job's frame to every client, encoded once; never dropped for a slow client."""
+        """A job's frame or an event to every client, encoded once; never dropped for a slow
+        client. Samples read before it are offered first, so a client that keeps up receives
+        them in the order they happened, batched or not."""
+        self._send_samples()
         self.results.observe(message)
         frame = encode_frame(to_wire(message))
         for session in self.sessions:

@@ -19,6 +19,7 @@ from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import (
+    MAX_BATCH_S,
     MAX_RATE_HZ,
     PROTOCOL_VERSION,
     Auth,
@@ -85,8 +86,27 @@ class Session:
 
     # --- outgoing -------------------------------------------------------------------------
 
-    def offer(self, mono: float, frame: bytes) -> None:
-        """A sample frame from the sampler; kept if the client's rate asks for it.
+    def offer(self, samples: list[tuple[float, bytes]]) -> None:
+        """Sample frames from the sampler, (mono, frame) oldest first: those the client's rate
+        asks for go out in one write, or wait behind what is queued."""
+        if (period := self._period) is None:
+            return
+        wanted = [frame for mono, frame in samples if self._wants(mono, period)]
+        if not wanted:
+            return
+        if self._idle():  # nothing waits: straight to the socket, no task switch
+            self.stream.write_frames(wanted)
+            return
+        for frame in wanted:
+            if len(self._samples) >= QUEUE_LIMIT:
+                self._samples.popleft()
+                self.dropped += 1
+            self._samples.append(frame)
+        self._wake.set()
+
+    def _wants(self, mono: float, period: float) -> bool:
+        """Whether a client that wants a sample every `period` seconds asks for the tick read
+        at `mono`.
 
         At the agent's rate or more, every tick: a late tick and the on-time one the sampler
         runs right after it come close together, and neither may be skipped. Below it, samples
@@ -95,22 +115,14 @@ class Session:
         apart), half a tick of slack lets a late tick count, and after a pause the schedule
         starts again instead of catching up in a burst.
         """
-        if self._period is None:
-            return
         tick = 1.0 / self.agent.demand.rate_hz  # the sampler's rate now, which follows demand
-        if self._period > tick * 1.05:
-            if self._due is not None and mono < self._due - tick / 2:
-                return
-            due = mono if self._due is None else self._due + self._period
-            self._due = due if due > mono else mono + self._period
-        if self._idle():  # nothing waits: straight to the socket, no task switch
-            self.stream.write_frame(frame)
-            return
-        if len(self._samples) >= QUEUE_LIMIT:
-            self._samples.popleft()
-            self.dropped += 1
-        self._samples.append(frame)
-        self._wake.set()
+        if period <= tick * 1.05:
+            return True
+        if self._due is not None and mono < self._due - tick / 2:
+            return False
+        due = mono if self._due is None else self._due + period
+        self._due = due if due > mono else mono + period
+        return True
 
     def _idle(self) -> bool:
         """Nothing queued, nothing unsent in the transport, the writer waiting for work."""
@@ -299,8 +311,10 @@ class Session:
         if isinstance(message, Subscribe):
             if not 0 < message.rate_hz <= MAX_RATE_HZ:
                 raise ProtocolError(f"rate {message.rate_hz} Hz is outside (0, {MAX_RATE_HZ:g}]")
+            if not 0 <= message.batch_s <= MAX_BATCH_S:
+                raise ProtocolError(f"batch {message.batch_s} s is outside [0, {MAX_BATCH_S:g}]")
             self._period, self._due = 1.0 / message.rate_hz, None
-            self.agent.demand.subscribe(self, message.rate_hz)
+            self.agent.demand.subscribe(self, message.rate_hz, message.batch_s)
         elif isinstance(message, Ping):
             self._reply(Pong(message.token, time.time(), time.monotonic(), self.dropped))
         elif isinstance(message, Run):

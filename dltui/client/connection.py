@@ -162,12 +162,15 @@ class AgentConnection:
         secret: bytes | None = None,
         rate_hz: float = 10.0,
         source: str | None = None,
+        batch_s: float = 0.0,
     ) -> None:
+        """`batch_s`: how long each sample may wait at the agent, to come with later ones."""
         self.target = target
         self.source = source or target.label
         self.on_message = on_message
         self.secret = secret
         self.rate_hz = rate_hz
+        self.batch_s = batch_s
         self.clock = ClockEstimator()
         self.state: LinkStateName = "connecting"
         self.welcome: Welcome | None = None
@@ -244,7 +247,7 @@ class AgentConnection:
                 self.clock,
             )  # fmt: skip
             self.on_message(self.source, welcome)
-            await stream.send(Subscribe(next(self._seq), self.rate_hz))
+            await stream.send(Subscribe(next(self._seq), self.rate_hz, self.batch_s))
             self._link("live")
             pinger = asyncio.create_task(self._ping_loop(stream))
             try:

@@ -44,6 +44,12 @@ killed; allow for that."""
 FAILED = ("offline", "auth_failed")
 
 
+WATCH_BATCH_S = 0.5
+"""How long each sample may wait at its agent, for a client that watches (the TUI, a recorder):
+the TUI redraws each column twice a second, so samples sent in half-second batches reach the
+screen at most one redraw later, and the agent's event loop wakes twice a second, not ten times."""
+
+
 class Unreachable(DltuiError):
     """An agent did not answer its first attempt, refused us, or stayed busy."""
 
@@ -63,10 +69,16 @@ class ClientSession:
     """Connections to a set of agents and everything that listens to them."""
 
     def __init__(
-        self, targets: Iterable[Target], secret: bytes | None = None, rate_hz: float = 10.0
+        self,
+        targets: Iterable[Target],
+        secret: bytes | None = None,
+        rate_hz: float = 10.0,
+        batch_s: float = 0.0,
     ) -> None:
+        """`batch_s`: how long each sample may wait at its agent (see `Subscribe`)."""
         self.connections = [
-            AgentConnection(target, self.deliver, secret, rate_hz) for target in targets
+            AgentConnection(target, self.deliver, secret, rate_hz, batch_s=batch_s)
+            for target in targets
         ]
         self._sinks: list[Sink] = []
         self._runs: list[PlanRun] = []

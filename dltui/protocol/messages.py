@@ -426,15 +426,19 @@ class Welcome(Message):
 
 MAX_RATE_HZ = 100.0
 """The most samples a second an agent takes, or a client may ask for."""
+MAX_BATCH_S = 5.0
+"""The longest a client may let its samples wait at the agent, to be sent with later ones."""
 
 
 @dataclass(frozen=True, slots=True)
 class Subscribe(Message):
-    """Client → agent: send samples at most this often."""
+    """Client → agent: send samples at most this often; each may wait up to `batch_s` to be
+    sent together with later ones (one write, one wake of each side, instead of one a tick)."""
 
     TYPE: ClassVar[str] = "subscribe"
     seq: int
     rate_hz: float
+    batch_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input
 
 from dltui import version
-from dltui.client.session import ClientSession
+from dltui.client.session import WATCH_BATCH_S, ClientSession
 from dltui.client.target import Target
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import fmt_bytes
@@ -530,7 +530,7 @@ def create_app(
 ) -> DltuiApp:
     """The app for these agents; the CLI runs it, tests drive it with Pilot."""
     fleet = Fleet()
-    session = ClientSession(targets, secret, rate_hz)
+    session = ClientSession(targets, secret, rate_hz, WATCH_BATCH_S)
     for connection in session.connections:
         fleet.add(connection.source)  # a column in 'connecting' before the first frame
     return DltuiApp(fleet, session)

@@ -295,6 +295,13 @@ BAD_COMMANDS = {
     "no seq": {"type": "ping", "token": 1},
     "a rate of 0": {"type": "subscribe", "seq": 1, "rate_hz": 0},
     "a rate over the maximum": {"type": "subscribe", "seq": 1, "rate_hz": C["MAX_RATE_HZ"] + 1},
+    "a negative batch": {"type": "subscribe", "seq": 1, "rate_hz": 1.0, "batch_s": -0.5},
+    "a batch over the maximum": {
+        "type": "subscribe",
+        "seq": 1,
+        "rate_hz": 1.0,
+        "batch_s": C["MAX_BATCH_S"] + 1,
+    },
     "a negative seq": {"type": "ping", "seq": -1, "token": 1},
     "not a command: error": {"type": "error", "code": "protocol", "message": "x"},
     "not a command: sample": {

@@ -7,6 +7,7 @@ import itertools
 import signal
 import socket
 import statistics
+import time
 
 import pytest
 
@@ -72,6 +73,45 @@ async def test_samples_arrive_at_each_clients_rate(agent_factory):
         await client.close()
 
 
+async def timed_samples(stream, seconds: float) -> list[tuple[float, Sample]]:
+    """Samples spanning `seconds` of the agent's clock, each with how long after it was read it
+    arrived (agent and test read the same monotonic clock)."""
+    timed: list[tuple[float, Sample]] = []
+    while len(timed) < 2 or timed[-1][1].mono - timed[0][1].mono < seconds:
+        message = await asyncio.wait_for(stream.receive(), 10)
+        if isinstance(message, Sample):
+            timed.append((time.monotonic() - message.mono, message))
+    return timed
+
+
+async def test_samples_come_in_batches_as_long_as_every_client_allows(agent_factory):
+    """A client that lets samples wait half a second gets every tick, in batches; once another
+    client wants each sample as it is read, both get them so."""
+    agent = agent_factory("--rate", "20")
+    patient, _ = await connect(agent.address)
+    await patient.stream.send(Subscribe(1, 20.0, 0.5))
+    batched = await timed_samples(patient.stream, 2.0)
+    ticks = [b.seq - a.seq for (_, a), (_, b) in itertools.pairwise(batched)]
+    assert set(ticks) == {1}, ticks  # every tick, none lost
+    waits = [wait for wait, _ in batched]
+    assert statistics.median(waits) >= 0.15, waits  # 0 to 0.5 s: the batch's age
+    assert max(waits) < 0.5 + 2.0, waits  # sent once the oldest is 0.5 s old (slack: a loaded CI)
+    # A batch is read at once, so fewer than one arrival a tick is 50 ms or more after the last.
+    apart = sum(
+        b[0] + b[1].mono - (a[0] + a[1].mono) > 0.04 for a, b in itertools.pairwise(batched)
+    )
+    assert apart <= len(batched) / 4, (apart, len(batched))
+
+    eager, _ = await connect(agent.address)
+    await eager.stream.send(Subscribe(1, 20.0))
+    both = await asyncio.gather(*(timed_samples(c.stream, 2.0) for c in (eager, patient)))
+    for timed in both:  # the second half: read after the eager client came
+        waits = [wait for wait, _ in timed[len(timed) // 2 :]]
+        assert statistics.median(waits) < 0.15, waits
+    for client in (patient, eager):
+        await client.close()
+
+
 async def test_ping_pong_and_sequence_numbers(agent_factory):
     agent = agent_factory()
     client, _ = await connect(agent.address)
@@ -93,6 +133,9 @@ async def test_secret_handshake(agent_factory, secret_file):
     secret = load_secret(secret_file)
     client, welcome = await connect(agent.address, secret)
     assert welcome.proof is not None
+    await client.stream.send(Subscribe(1, 10.0, 0.3))  # batches: frames sealed one by one
+    batched = await samples_spanning(client.stream, 1.0)
+    assert [b.seq - a.seq for a, b in itertools.pairwise(batched)] == [1] * (len(batched) - 1)
     await client.close()
     with pytest.raises(AuthError, match="wrong secret"):
         await connect(agent.address, b"not-the-secret-at-all")

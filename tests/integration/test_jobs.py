@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from dltui.protocol.messages import (
+    MAX_BATCH_S,
     Cancel,
     JobEnd,
     JobProgress,
@@ -91,6 +92,24 @@ async def test_a_tiny_plan_runs_while_sampling_goes_on(agent):
         assert 1e-6 < result.tflops < 10
     assert sum(isinstance(m, Sample) for m in seen) >= 2  # the agent kept sampling
     assert workers(agent) == []
+    await client.close()
+
+
+async def test_samples_read_before_a_job_frame_arrive_before_it(agent):
+    """A client that lets samples wait the longest still gets them in the order things
+    happened: a job's frames take the samples gathered so far with them."""
+    client, _ = await connect(agent.address)
+    await client.stream.send(Subscribe(1, 10.0, MAX_BATCH_S))
+    await client.stream.send(Run(2, "job1", TINY))
+    seen: list = []
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
+    assert end.state == "done"
+    before_end = [m for m in seen if isinstance(m, Sample)]
+    # The agent hands over each sample within a few ms of reading it; a second is the slack.
+    read_before = [m for m in before_end if m.wall < end.wall - 1.0]
+    assert read_before, "the job was too short to gather samples before it ended"
+    later = await until(client.stream, lambda m: isinstance(m, Sample), timeout=2 * MAX_BATCH_S)
+    assert later.wall > end.wall - 1.0  # nothing read well before the end came after it
     await client.close()
 
 

@@ -67,3 +67,19 @@ def test_the_fastest_consumer_wins():
     assert wanted.rate_hz == 1.0
     wanted.subscribe("recorder", 5.0)
     assert wanted.rate_hz == 5.0
+
+
+def test_samples_wait_only_as_long_as_every_client_allows():
+    wanted, _, _ = demand()
+    assert wanted.batch_s == 0.0
+    wanted.subscribe("tui", 10.0, 0.5)
+    assert wanted.batch_s == 0.5
+    wanted.subscribe("recorder", 10.0, 2.0)
+    assert wanted.batch_s == 0.5
+    wanted.subscribe("script", 1.0)  # a client that says nothing waits for nothing
+    assert wanted.batch_s == 0.0
+    wanted.subscribe("script", None)
+    wanted.subscribe("tui", None)
+    assert wanted.batch_s == 2.0
+    wanted.subscribe("recorder", None)
+    assert wanted.batch_s == 0.0
