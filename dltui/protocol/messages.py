@@ -426,8 +426,9 @@ class Welcome(Message):
 
 MAX_RATE_HZ = 100.0
 """The most samples a second an agent takes, or a client may ask for."""
-MAX_BATCH_S = 5.0
-"""The longest a client may let its samples wait at the agent, to be sent with later ones."""
+MAX_BATCH_S = 2.0
+"""The longest a client may let its samples wait at the agent, to be sent with later ones: a
+batch at MAX_RATE_HZ (200 samples) still fits in a client's queue (QUEUE_LIMIT, 256)."""
 
 
 @dataclass(frozen=True, slots=True)

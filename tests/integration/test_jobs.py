@@ -100,16 +100,14 @@ async def test_samples_read_before_a_job_frame_arrive_before_it(agent):
     happened: a job's frames take the samples gathered so far with them."""
     client, _ = await connect(agent.address)
     await client.stream.send(Subscribe(1, 10.0, MAX_BATCH_S))
-    await client.stream.send(Run(2, "job1", TINY))
-    seen: list = []
-    end = await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
-    assert end.state == "done"
-    before_end = [m for m in seen if isinstance(m, Sample)]
-    # The agent hands over each sample within a few ms of reading it; a second is the slack.
-    read_before = [m for m in before_end if m.wall < end.wall - 1.0]
-    assert read_before, "the job was too short to gather samples before it ended"
-    later = await until(client.stream, lambda m: isinstance(m, Sample), timeout=2 * MAX_BATCH_S)
-    assert later.wall > end.wall - 1.0  # nothing read well before the end came after it
+    for seq, job in ((2, "first"), (3, "second")):  # two ends: each lands anywhere in a batch
+        await client.stream.send(Run(seq, job, TINY))
+        end = await until(client.stream, lambda m: isinstance(m, JobEnd))
+        assert end.state == "done"
+        later = await until(client.stream, lambda m: isinstance(m, Sample), 2 * MAX_BATCH_S)
+        # Nothing read well before the end comes after it (an agent hands a sample over
+        # within a few ms of reading it: 0.3 s is slack for a loaded machine).
+        assert later.wall > end.wall - 0.3, (job, end.wall - later.wall)
     await client.close()
 
 

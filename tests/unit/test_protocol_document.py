@@ -71,6 +71,7 @@ def test_the_constants_are_the_codes():
     assert c["TAG_SIZE"] == seal.TAG_SIZE
     assert c["MAX_RATE_HZ"] == messages.MAX_RATE_HZ
     assert c["MAX_BATCH_S"] == messages.MAX_BATCH_S
+    assert c["MAX_BATCH_S"] * c["MAX_RATE_HZ"] <= c["QUEUE_LIMIT"]  # a batch is never dropped
     assert c["QUEUE_LIMIT"] == session.QUEUE_LIMIT
     assert c["CONTROL_LIMIT"] == session.CONTROL_LIMIT
     assert c["HANDSHAKE_TIMEOUT_S"] == admission.DEADLINE < session.HANDSHAKE_TIMEOUT
