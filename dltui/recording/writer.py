@@ -62,6 +62,7 @@ class RecordingWriter:
         """Set when a write failed: the recording stopped; what the file holds, in words."""
         self._on_failure = on_failure
         self._pending = 0  # records encoded into the chunk being built
+        self._synced = 0  # bytes_written at the last fsync
         self._chunk_latest = 0.0  # and the latest receive time among them
         self._queue: queue.SimpleQueue[Record | None] = queue.SimpleQueue()
         self._tracker = StateTracker()
@@ -109,7 +110,9 @@ class RecordingWriter:
                 pass
             if done or time.monotonic() >= deadline:
                 self._flush()
-                os.fsync(self._fd)
+                if self.bytes_written != self._synced:  # nothing new: nothing to sync
+                    os.fsync(self._fd)
+                    self._synced = self.bytes_written
                 deadline = time.monotonic() + FLUSH_INTERVAL
 
     def _fail(self, exc: OSError) -> None:
