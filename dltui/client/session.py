@@ -45,9 +45,10 @@ FAILED = ("offline", "auth_failed")
 
 
 WATCH_BATCH_S = 0.5
-"""How long each sample may wait at its agent, for a client that watches (the TUI, a recorder):
-the TUI redraws each column twice a second, so samples sent in half-second batches reach the
-screen at most one redraw later, and the agent's event loop wakes twice a second, not ten times."""
+"""How long each sample may wait at its agent for the TUI, which redraws each column twice a
+second: samples sent in half-second batches reach the screen at most one redraw later, and the
+agent's event loop wakes twice a second, not ten times. `dltui record` asks for each sample as it
+is read: a recorder killed with kill -9 then loses only what it had not yet written."""
 
 
 class Unreachable(DltuiError):

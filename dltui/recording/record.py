@@ -22,7 +22,7 @@ from typing import Any
 from dltui import version
 from dltui.client.campaign import is_across
 from dltui.client.plan_run import PlanRun
-from dltui.client.session import WATCH_BATCH_S, ClientSession
+from dltui.client.session import ClientSession
 from dltui.client.target import Target
 from dltui.errors import DltuiError, UsageError
 from dltui.formatting import fmt_bytes
@@ -103,7 +103,7 @@ async def record(
     stop = asyncio.Event()  # a signal, the writer's failure, or an event that severe
     loop = asyncio.get_running_loop()
     writer = _create(path, targets, lambda _: loop.call_soon_threadsafe(stop.set))
-    session = ClientSession(targets, secret, rate_hz, WATCH_BATCH_S)
+    session = ClientSession(targets, secret, rate_hz)
     session.subscribe(writer.write)
     watch = _Watch(fail_on, stop)
     session.subscribe(watch)
