@@ -63,10 +63,10 @@ class MessageStream:
             self._decoder.push(data)
 
     def write_frame(self, frame: bytes) -> None:
-        self.writer.write(self._outgoing.frame(frame) if self._outgoing else frame)
+        self.write_frames([frame])
 
     def write_frames(self, frames: list[bytes]) -> None:
-        """Several frames in one write: one system call, and one wake of the reader."""
+        """Frames in one write (sealed one by one): one system call, one wake of the reader."""
         seal = self._outgoing
         self.writer.write(b"".join([seal.frame(f) for f in frames] if seal else frames))
 
