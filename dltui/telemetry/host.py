@@ -1,13 +1,13 @@
 """Host telemetry: CPU, load, memory, network and disk rates.
 
-Read on every tick, so it must stay cheap. Everything is read every `counter_interval` (0.5 s)
+Read on every tick, so it must stay cheap. Everything is read every `counter_interval` (1 s)
 and repeated in between: the kernel counts CPU time in 10 ms jiffies, so a 100 ms CPU share
-moves in steps of 10% per core (half a second is both finer and five times cheaper), and it
-updates load averages every 5 s. On Linux every figure comes from /proc files opened once and
-read again from their start (`pread`): on a small VM opening a /proc file costs as much as
-reading it, and psutil's per-core percentages (230 µs on 16 cores), disk totals (170 µs) and
-network counters (290 µs cold here) cost more than the parsing below. Elsewhere psutil does it
-all. Rates are counter differences over monotonic time, never blocking intervals.
+moves in steps of 10% per core (a second is both finer and ten times cheaper; htop's default is
+1.5 s), and it updates load averages every 5 s. On Linux every figure comes from /proc files
+opened once and read again from their start (`pread`): on a small VM opening a /proc file costs
+as much as reading it, and psutil's per-core percentages (230 µs on 16 cores), disk totals (170
+µs) and network counters (290 µs cold here) cost more than the parsing below. Elsewhere psutil
+does it all. Rates are counter differences over monotonic time, never blocking intervals.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class HostSampler:
     """Reads one `HostSample`; CPU use and rates cover the time since the previous read."""
 
     def __init__(
-        self, clock: Callable[[], float] = time.monotonic, counter_interval: float = 0.5
+        self, clock: Callable[[], float] = time.monotonic, counter_interval: float = 1.0
     ) -> None:
         self._clock = clock
         self.counter_interval = counter_interval

@@ -30,6 +30,7 @@ from dltui.telemetry.nvml_reads import (
     GPM_METRICS,
     GPM_MIN_INTERVAL,
     INIT_REASONS,
+    JOB_INTERVALS,
     KB,
     KIB,
     NO_INSTANCE,
@@ -344,14 +345,16 @@ class NvmlGateway:
 
     # --- slow reads --------------------------------------------------------------------------
 
-    def read_slow(self) -> dict[int, dict[str, float]]:
+    def read_slow(self, job_running: bool = False) -> dict[int, dict[str, float]]:
         """GPM metrics, energy, NVLink counters and, where GPM gives no PCIe rates, the ~20 ms
-        PCIe call, each at its own interval (SLOW_INTERVALS).
+        PCIe call, each at its own interval (SLOW_INTERVALS; JOB_INTERVALS while a benchmark
+        job runs).
 
         GPU index -> values; a GPU or field with nothing new this time is absent.
         """
         out: dict[int, dict[str, float]] = {}
         now = self._clock()
+        intervals = JOB_INTERVALS if job_running else SLOW_INTERVALS
         # GPM first, for every GPU: keeps each GPU's sample spacing steady.
         for dev in self._devices:
             if self._gpm_usable(dev) and self._due(dev, "gpm", now):
@@ -366,7 +369,8 @@ class NvmlGateway:
                 "nvlink_errors": bool(dev.active_links),
             }
             for group, wanted_here in wanted.items():
-                if wanted_here and self._usable(dev, group) and self._due(dev, group, now):
+                if (wanted_here and self._usable(dev, group)
+                        and self._due(dev, group, now, intervals)):  # fmt: skip
                     self._slow(dev, group, self._slow_reader(group), out)
         return out
 

@@ -76,23 +76,31 @@ HEALTH_GROUPS: dict[str, tuple[str, ...]] = {
     "nvlink_errors": ("nvlink_crc_errors", "nvlink_replay_errors", "nvlink_recovery_errors"),
 }  # fmt: skip
 HEALTH_INTERVAL = 5.0
-"""Seconds between health reads: as often as the energy counter, a few µs a read."""
+"""Seconds between health reads: a few µs to 150 µs a read."""
 
 # How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
 # nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
 # GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
-# counters lose nothing by being read less often, and GPM averages over the interval anyway.
+# counters lose nothing by being read less often, and GPM averages over the interval anyway:
+# once a second, as `dcgmi dmon` samples by default (a GPM sample took 234 µs on the H200 VM,
+# and each wake of the slow thread some 200 µs more). The energy counter (3.4 ms a read there)
+# and the PCIe replay counter (0.4-1.7 ms) are read every 30 s, as often as dcgm-exporter
+# collects by default; the energy counter every 5 s while a benchmark job runs (JOB_INTERVALS).
 SLOW_INTERVALS = {
     "processes": 2.0,
-    "gpm": 0.5,
-    "nvlink": 0.5,
-    "pcie": 0.5,
-    "energy": 5.0,
+    "gpm": 1.0,
+    "nvlink": 1.0,
+    "pcie": 1.0,
+    "energy": 30.0,
     **dict.fromkeys(("power_limit", "clock_mem", "ecc_corrected", "ecc_uncorrected"), 1.0),
     "clock_sm_max": 30.0,  # fixed by the board: the charts' full scale for the SM clock
-    **dict.fromkeys(("pcie_replay", *HEALTH_GROUPS), HEALTH_INTERVAL),
+    **dict.fromkeys(HEALTH_GROUPS, HEALTH_INTERVAL),
+    "pcie_replay": 30.0,
     "mig": 2.0,
 }
+# While a benchmark job runs: a report takes a case's power from the energy counter where it
+# moved twice inside the case (recording/report.py), so it is read more often then.
+JOB_INTERVALS = SLOW_INTERVALS | {"energy": 5.0}
 
 # The compute processes on a GPU (pid, memory), read on the slow thread: a list, not a number.
 PROCESS_READ = "nvmlDeviceGetComputeRunningProcesses"
@@ -113,8 +121,10 @@ FAST_GROUPS: dict[str, tuple[str, ...]] = {
 # reads; the ticks in between carry the value read last. On the H200 (benchmarks/
 # nvml_refresh.py) utilization changed every 200 ms, as the driver's own utilization samples
 # are spaced; power (the 1 s average as much as the instant field), temperature and the SM
-# clock changed every 100 ms, and memory and throttle reasons as soon as they moved.
-FAST_INTERVALS: dict[str, float] = {"util": 0.2}
+# clock changed every 100 ms, and memory and throttle reasons as soon as they moved. Memory is
+# read every 0.2 s all the same: at 84 µs it is the dearest fast read (the others take 8-13
+# µs), and a client sees it no later than the utilization beside it.
+FAST_INTERVALS: dict[str, float] = {"util": 0.2, "memory": 0.2}
 
 # c_nvmlValue_t member for each NVML_VALUE_TYPE_* (0..6).
 VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")

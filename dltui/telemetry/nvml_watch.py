@@ -79,6 +79,13 @@ class CallWatch:
         slot = self._slots.get(thread.ident or 0)
         return slot.call if slot is not None and slot.call else None
 
+    def next_deadline(self) -> float | None:
+        """When the earliest read in progress passes its deadline (monotonic); None when no
+        read is in progress, as is nearly always so (reads take microseconds)."""
+        deadlines = [slot.since + slot.deadline for slot in list(self._slots.values())
+                     if slot.since is not None and not slot.abandoned]  # fmt: skip
+        return min(deadlines, default=None)
+
     def abandon_stuck(self) -> list[int]:
         """The threads (by ident) stuck past their deadline, now abandoned; their GPUs hung."""
         now = time.monotonic()

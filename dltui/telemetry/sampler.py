@@ -3,13 +3,13 @@
 The fast thread ticks at the asked rate on a monotonic grid (tick k is due at start + k·period),
 so the rate does not drift; when a tick overruns it runs the late tick at once and drops the
 ones it missed (counted in `missed`) rather than bursting to catch up. GPM and the blocking PCIe
-call run on a second thread, and the fast tick merges the latest of their values, so a slow NVML
-call never delays a sample. NVML never runs on the agent's event loop: `on_sample` is called
-from the fast thread.
+call run on a second thread, which the fast one wakes when they are due, and the fast tick
+merges the latest of their values, so a slow NVML call never delays a sample. NVML never runs
+on the agent's event loop: `on_sample` is called from the fast thread.
 
 The rate follows what consumers need (`set_rate`, the agent decides): a change takes a sample at
-once and starts a new grid. The slow thread and the watchdog follow it too: nothing is read or
-checked more often than samples are taken (the slow reads' own intervals are the floor).
+once and starts a new grid. The slow thread follows it too: nothing is read more often than
+samples are taken (the slow reads' own intervals are the floor).
 
 A call that never returns is outlived: a watchdog thread finds a GPU read past its deadline,
 marks that GPU hung (its samples say so) and starts a new fast or slow thread that skips it;
@@ -31,6 +31,7 @@ from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
 from dltui.telemetry.nvml_watch import CallAbandoned
 from dltui.telemetry.processes import Owners
+from dltui.telemetry.wakeup import Wakeup
 from dltui.telemetry.xid import watch_xid
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 SLOW_MAX_AGE = 2.5 * max(SLOW_INTERVALS.values())
 """Seconds after which a slow value is dropped rather than shown as current."""
 
-# The slow thread wakes as often as its most frequent read is due (GPM's 0.5 s; never under
+# The slow thread wakes as often as its most frequent read is due (GPM's 1 s; never under
 # GPM's minimum), or as samples are taken, if that is rarer: each read's interval is a multiple.
 _SLOW_MIN_INTERVAL = max(min(SLOW_INTERVALS.values()), GPM_MIN_INTERVAL * 1.05)
 
@@ -46,9 +47,10 @@ FAST_DEADLINE = 0.25
 """Seconds one GPU's fast read may take (it takes microseconds) before the GPU counts as hung."""
 SLOW_DEADLINE = 2.0
 """The same for one slow read (the longest, the PCIe call, blocks about 20 ms)."""
-MAX_WATCH_INTERVAL = 1.0
-"""The watchdog looks for a stuck read once a fast deadline, or once a tick at lower rates (a
-tick is what a stuck read holds up), and at least this often."""
+WATCH_INTERVAL = 1.0
+"""Seconds between the watchdog's looks for a stuck read while none is in progress. Each look
+wakes a thread, 60-100 µs of CPU in the H200's VM, so it looks once a second rather than once
+a deadline; a read it finds in progress is looked at again as its deadline passes."""
 OPEN_DEADLINE = 30.0
 """Seconds NVML may take to start and list the GPUs (seconds per GPU without persistence mode)
 before the agent goes on without them."""
@@ -69,7 +71,10 @@ class Sampler:
         host: HostSampler | None = None,
         open_deadline: float = OPEN_DEADLINE,
         on_event: Callable[[Event], None] | None = None,
+        job_running: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`job_running` says whether a benchmark job runs now (some slow reads are taken more
+        often then, nvml_reads.JOB_INTERVALS); asked from the slow thread."""
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
         self.rate_hz = rate_hz
@@ -82,9 +87,9 @@ class Sampler:
         self._host = host if host is not None else HostSampler()
         self._inventory: Inventory | None = None
         self._stopping = threading.Event()
-        self._wake_fast = threading.Event()
-        self._wake_slow = threading.Event()
-        self._wake_watch = threading.Event()
+        self._wake_fast = Wakeup()
+        self._wake_slow = Wakeup()
+        self._wake_watch = Wakeup()
         """Set on a rate change or a stop: the loops look again at once."""
         self._threads: list[threading.Thread] = []
         self._fast: threading.Thread | None = None
@@ -99,12 +104,15 @@ class Sampler:
         self._owners = Owners()
         self._on_event = on_event
         """Gets each XID, from a thread of its own."""
+        self._job_running = job_running
         self._slow_lock = threading.Lock()
         self._fresh: dict[int, dict[str, float]] = {}
         """The slow values as samples carry them, rebuilt only when a slow read brought new
         ones (`_slow_changed`) or one of them went stale (`_fresh_until`)."""
         self._slow_changed = False
         self._fresh_until = math.inf
+        self._slow_due = math.inf
+        """When the fast thread next wakes the slow one (monotonic)."""
         self._seq = 0
         self._last_error: dict[str, str] = {}
         self.lag = 0.0
@@ -186,6 +194,7 @@ class Sampler:
         self._fast.start()
 
     def _start_slow(self) -> None:
+        self._slow_due = time.monotonic() + max(_SLOW_MIN_INTERVAL, self.period)
         self._slow_reader = self._start("dltui-sample-slow", self._run_slow)
         self._slow_reader.start()
 
@@ -205,6 +214,8 @@ class Sampler:
             # Shutting NVML down under a thread still inside it could crash the process.
             log.warning("sampler threads %s did not stop; leaving NVML open", stuck)
             return
+        for wake in (self._wake_fast, self._wake_slow, self._wake_watch):
+            wake.close()
         self._gateway.close()
         self._host.close()
 
@@ -221,6 +232,11 @@ class Sampler:
                 return
             tick += 1
             now = time.monotonic()
+            if now >= self._slow_due:
+                # The slow thread's turn. Woken by this thread as it finishes a tick rather than
+                # by a timer of its own, it finds the CPU awake and the interpreter warm.
+                self._slow_due = now + max(_SLOW_MIN_INTERVAL, self.period)
+                self._wake_slow.set()
             # Late: run the latest due tick now and drop the earlier missed ones.
             latest = math.floor((now - start) / period)
             if latest > tick:
@@ -228,8 +244,11 @@ class Sampler:
                 tick = latest
             if self._sleep(self._wake_fast, start + tick * period, period):
                 start, period, tick = time.monotonic(), self.period, 0  # a new rate: a new grid
+                # The slow thread read at the change (set_rate woke it): its next turn follows
+                # the new rate, not the old one's.
+                self._slow_due = start + max(_SLOW_MIN_INTERVAL, period)
 
-    def _sleep(self, wake: threading.Event, until: float, period: float) -> bool:
+    def _sleep(self, wake: Wakeup, until: float, period: float) -> bool:
         """Wait until `until`; True, at once, when the rate changes or the sampler stops."""
         while (delay := until - time.monotonic()) > 0:
             if wake.wait(delay):
@@ -241,18 +260,25 @@ class Sampler:
     def _run_slow(self) -> None:
         self._gateway.watch.watch_this_thread(SLOW_DEADLINE)
         while not self._stopping.is_set() and threading.current_thread() is self._slow_reader:
-            began, period = time.monotonic(), self.period
+            interval = max(_SLOW_MIN_INTERVAL, self.period)
             try:
                 self._guarded("slow read", self._slow_tick)
             except CallAbandoned:
                 return
-            self._sleep(self._wake_slow, began + max(_SLOW_MIN_INTERVAL, period), period)
+            # The fast thread wakes this one when its turn comes (and on a rate change or a
+            # stop); it wakes by itself only while the fast thread is stuck in NVML.
+            if self._wake_slow.wait(2 * interval):
+                self._wake_slow.clear()
 
     def _run_watch(self) -> None:
         """Replace a fast or slow thread stuck in NVML with a new one; at once when the rate
         changes (a client waiting for samples is not kept waiting on a stuck tick)."""
         while not self._stopping.is_set():
-            if self._wake_watch.wait(min(max(FAST_DEADLINE, self.period), MAX_WATCH_INTERVAL)):
+            timeout = WATCH_INTERVAL
+            if (deadline := self._gateway.watch.next_deadline()) is not None:
+                # Just past it: a read exactly at its deadline is not stuck yet.
+                timeout = min(timeout, max(0.0, deadline - time.monotonic()) + 0.01)
+            if self._wake_watch.wait(timeout):
                 self._wake_watch.clear()
                 if self._stopping.is_set():
                     break
@@ -285,7 +311,7 @@ class Sampler:
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
-        values = self._gateway.read_slow()
+        values = self._gateway.read_slow(self._job_running())
         processes = self._owners.describe(self._gateway.read_processes())
         mig = self._gateway.read_instances()
         now = time.monotonic()

@@ -14,6 +14,7 @@ import pytest
 
 from dltui.protocol.messages import Sample
 from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.nvml_reads import SLOW_INTERVALS
 from dltui.telemetry.sampler import Sampler
 
 pytestmark = pytest.mark.gpu
@@ -138,7 +139,7 @@ def test_gemm_load_shows_in_utilization_tensor_activity_and_power(gateway: NvmlG
         ended = time.monotonic()
         recorder.wait_for(lambda s: s[-1].mono > ended)
     idle_power = statistics.median(recorder.between(0, idle_end, index, "power"))
-    window = (began + 1.0, ended)  # after the clocks and the GPM interval settle
+    window = (began + SLOW_INTERVALS["gpm"] + 0.3, ended)  # the clocks and GPM settled
     util = statistics.median(recorder.between(*window, index, "util_gpu"))
     power = statistics.median(recorder.between(*window, index, "power"))
     print(f"GEMM: util {util}%, power {idle_power:.0f} W idle -> {power:.0f} W")
@@ -161,19 +162,22 @@ def test_pcie_rates_match_pinned_copies(gateway: NvmlGateway) -> None:
     torch.cuda.synchronize()
     with Recorder() as recorder:
         recorder.wait_for(lambda s: "pcie_rx" in s[-1].gpus[index].values)
+        # A GPM rate averages over the interval before its read, taken on the slow thread's
+        # turn: the samples from two intervals after the copies begin see only copies.
+        settle = 2 * SLOW_INTERVALS["gpm"] + 0.3
         for name, copy in (
             ("pcie_rx", lambda: device.copy_(host)),
             ("pcie_tx", lambda: host.copy_(device)),
         ):
             began = time.monotonic()
             copies = 0
-            while time.monotonic() - began < 2.0:
+            while time.monotonic() - began < settle + 1.5:
                 copy()  # pinned memory: synchronous for the host, back to back on the bus
                 copies += 1
             torch.cuda.synchronize()
             ended = time.monotonic()
             measured = copies * size / (ended - began)
-            seen = statistics.median(recorder.between(began + 0.3, ended, index, name))
+            seen = statistics.median(recorder.between(began + settle, ended, index, name))
             print(f"{name}: NVML {seen / 1e9:.1f} GB/s, copies {measured / 1e9:.1f} GB/s")
             assert seen == pytest.approx(measured, rel=0.10), (name, seen / 1e9, measured / 1e9)
 

@@ -8,6 +8,7 @@ import time
 from types import SimpleNamespace
 
 import psutil
+import pytest
 
 from dltui.protocol.fields import HOST_FIELDS
 from dltui.telemetry import host
@@ -49,11 +50,13 @@ def test_rates_are_counter_differences_over_monotonic_time(monkeypatch) -> None:
     monkeypatch.setattr(sampler, "_counters", lambda: dict(counters))
     sampler.read()
     counters.update(net_rx=3000, net_tx=500, disk_read=4_000, disk_write=1_000_000)
-    clock.now += 0.5
+    clock.now += 0.5 * sampler.counter_interval  # not yet due: the same sample again
+    assert "net_rx" not in sampler.read().values
+    clock.now += 0.5 * sampler.counter_interval
     values = sampler.read().values
-    assert values["net_rx"] == 4000.0
-    assert values["net_tx"] == 1000.0
-    assert values["disk_write"] == 2_000_000.0
+    assert values["net_rx"] == pytest.approx(2000 / sampler.counter_interval)
+    assert values["net_tx"] == pytest.approx(500 / sampler.counter_interval)
+    assert values["disk_write"] == pytest.approx(1_000_000 / sampler.counter_interval)
     assert "disk_read" not in values  # went backwards: no rate rather than a negative one
 
 

@@ -13,7 +13,10 @@ import pytest
 from dltui.protocol.fields import GPU_FIELDS
 from dltui.protocol.messages import GpuProcess
 from dltui.telemetry.nvml import NvmlGateway
-from dltui.telemetry.nvml_reads import ALL_LINKS, FAST_INTERVALS, SLOW_INTERVALS
+from dltui.telemetry.nvml_reads import ALL_LINKS, FAST_INTERVALS, JOB_INTERVALS, SLOW_INTERVALS
+
+GPM_STEP = SLOW_INTERVALS["gpm"]
+"""How often GPM, and the NVLink and PCIe fallbacks, are read."""
 
 # --- a small pynvml look-alike: same names, signatures and error classes --------------------
 
@@ -437,21 +440,26 @@ def test_fast_read_converts_units() -> None:
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
 
 
-def test_a_fast_read_whose_source_refreshes_slowly_is_taken_at_its_interval() -> None:
+def test_a_fast_read_taken_at_an_interval_is_carried_by_the_ticks_between() -> None:
     gpu = FakeGpu(util=(10, 1))
     gateway, nvml = opened(gpu)
     tick, interval = 0.05, FAST_INTERVALS["util"]
-    memory_reads = gpu.calls["nvmlDeviceGetMemoryInfo"]  # the inventory's
+    assert FAST_INTERVALS["memory"] == interval
+    inventory_reads = gpu.calls.copy()
     seen = []
     for _ in range(round(2 * interval / tick)):
         (sample,) = gateway.read_fast()
-        seen.append(sample.values["util_gpu"])
-        gpu.util = (gpu.util[0] + 1, 1)  # the driver's value moves; ticks between reads carry
+        seen.append((sample.values["util_gpu"], sample.values["mem_used"]))
+        gpu.util = (gpu.util[0] + 1, 1)  # the driver's values move; ticks between reads carry
+        gpu.memory_used += 1
         nvml.clock.now += tick
     per_read = round(interval / tick)
-    assert seen == [10] * per_read + [10 + per_read] * per_read
-    assert gpu.calls["nvmlDeviceGetUtilizationRates"] == 2
-    assert gpu.calls["nvmlDeviceGetMemoryInfo"] - memory_reads == 2 * per_read  # every tick
+    first = (10, seen[0][1])
+    later = (10 + per_read, first[1] + per_read)
+    assert seen == [first] * per_read + [later] * per_read
+    calls = gpu.calls - inventory_reads
+    assert calls["nvmlDeviceGetUtilizationRates"] == calls["nvmlDeviceGetMemoryInfo"] == 2
+    assert calls["nvmlDeviceGetPowerUsage"] == 2 * per_read  # every tick
 
 
 def test_a_slowly_refreshed_read_that_fails_is_asked_again_next_tick() -> None:
@@ -488,6 +496,21 @@ def test_energy_not_supported_is_absent_and_never_asked_again() -> None:
         assert "energy" not in gateway.read_slow().get(0, {})
         nvml.clock.now += SLOW_INTERVALS["energy"]
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
+
+
+def test_the_energy_counter_is_read_more_often_while_a_benchmark_job_runs() -> None:
+    gpu = FakeGpu()
+    gateway, nvml = opened(gpu)
+    step = JOB_INTERVALS["energy"]
+    assert SLOW_INTERVALS["energy"] > 2 * step
+    energy_read = []
+    for tick in range(round(2 * SLOW_INTERVALS["energy"] / step)):
+        job_running = tick >= round(SLOW_INTERVALS["energy"] / step)  # the second half
+        energy_read.append("energy" in gateway.read_slow(job_running).get(0, {}))
+        nvml.clock.now += step
+    idle, busy = energy_read[: len(energy_read) // 2], energy_read[len(energy_read) // 2 :]
+    assert idle == [True] + [False] * (len(idle) - 1)
+    assert all(busy)
 
 
 def test_function_missing_from_pynvml_is_unsupported_and_throttle_falls_back() -> None:
@@ -576,10 +599,10 @@ def test_nvlink_rates_from_the_all_links_counters() -> None:
     gpu.nvlink_kib[0][0] += 3000
     gpu.nvlink_kib[1][0] += 2000
     gpu.nvlink_kib[1][1] += 500
-    nvml.clock.now += 0.5
+    nvml.clock.now += GPM_STEP
     second = gateway.read_slow()[0]
-    assert second["nvlink_tx"] == pytest.approx(5000 * 1024 / 0.5)
-    assert second["nvlink_rx"] == pytest.approx(500 * 1024 / 0.5)
+    assert second["nvlink_tx"] == pytest.approx(5000 * 1024 / GPM_STEP)
+    assert second["nvlink_rx"] == pytest.approx(500 * 1024 / GPM_STEP)
     assert second["nvlink_tx_bytes"] == 7000 * 1024
     assert gpu.field_requests[-1] == [(FI_TX, ALL_LINKS), (FI_RX, ALL_LINKS)]
     # Milliseconds a call on NVLink machines: never on the fast tick.
@@ -593,20 +616,20 @@ def test_nvlink_sums_active_links_when_the_all_links_scope_is_refused() -> None:
     gateway, nvml = opened(gpu)
     for _ in range(2):
         assert "nvlink_tx" not in gateway.read_slow()[0]
-        nvml.clock.now += 0.5
+        nvml.clock.now += GPM_STEP
     assert gpu.field_requests[-1] == [(FI_TX, 0), (FI_TX, 2), (FI_RX, 0), (FI_RX, 2)]
     gpu.nvlink_kib[0] = [100, 10]
     gpu.nvlink_kib[2] = [100, 30]
     values = gateway.read_slow()[0]
-    assert values["nvlink_tx"] == pytest.approx(200 * 1024 / 0.5)
-    assert values["nvlink_rx"] == pytest.approx(40 * 1024 / 0.5)
+    assert values["nvlink_tx"] == pytest.approx(200 * 1024 / GPM_STEP)
+    assert values["nvlink_rx"] == pytest.approx(40 * 1024 / GPM_STEP)
 
 
 def test_nvlink_absent_on_a_gpu_without_links() -> None:
     gpu = FakeGpu()  # every NVLink query: NotSupported
     gateway, nvml = opened(gpu)
     for _ in range(3):
-        nvml.clock.now += 0.5
+        nvml.clock.now += GPM_STEP
         (sample,) = gateway.read_fast()
         slow = gateway.read_slow()[0]
         assert not {"nvlink_tx", "nvlink_rx"} & (set(sample.values) | set(slow))
@@ -653,12 +676,12 @@ def test_gpm_samples_at_least_100_ms_apart_and_reuses_the_previous_one() -> None
     gateway, nvml = opened(gpu)
     first = gateway.read_slow()[0]
     assert "sm_active" not in first and "pcie_tx" not in first  # a GPM sample stands alone
-    nvml.clock.now += 0.25
-    assert gateway.read_slow() == {}  # nothing due: GPM every 0.5 s, energy every 2 s
+    nvml.clock.now += GPM_STEP / 2
+    assert gateway.read_slow() == {}  # nothing due half a GPM interval on
     assert gpu.calls["nvmlGpmSampleGet"] == 1
-    nvml.clock.now += 0.25
+    nvml.clock.now += GPM_STEP / 2
     values = gateway.read_slow()[0]
-    assert values == {
+    gpm = {
         "sm_active": 96.0,
         "sm_occupancy": 40.5,
         "tensor_active": 93.0,
@@ -666,6 +689,7 @@ def test_gpm_samples_at_least_100_ms_apart_and_reuses_the_previous_one() -> None
         "pcie_tx": 56.8e9,  # MB/s -> B/s
         "pcie_rx": 56.1e9,
     }
+    assert {name: values.get(name) for name in gpm} == gpm
     for _ in range(5):
         nvml.clock.now += SLOW_INTERVALS["gpm"]
         assert gateway.read_slow()[0]["tensor_active"] == 93.0
@@ -686,10 +710,10 @@ def test_gpm_metric_not_supported_is_dropped_and_pcie_falls_back() -> None:
     )
     gateway, nvml = opened(gpu)
     gateway.read_slow()
-    nvml.clock.now += 0.5
+    nvml.clock.now += GPM_STEP
     first = gateway.read_slow()[0]
     assert first["sm_active"] == 96.0
-    nvml.clock.now += 0.5
+    nvml.clock.now += GPM_STEP
     second = gateway.read_slow()[0]
     assert (second["pcie_tx"], second["pcie_rx"]) == (1e6, 2e6)
     assert PCIE_TX_PER_SEC not in gpu.gpm_requests[-1]
@@ -700,7 +724,7 @@ def test_nvlink_from_gpm_where_links_exist_and_never_where_they_do_not() -> None
     single = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(linked, single)
     gateway.read_slow()
-    nvml.clock.now += 0.5
+    nvml.clock.now += GPM_STEP
     slow = gateway.read_slow()
     assert slow[0]["nvlink_tx"] == 300e9 and slow[0]["nvlink_rx"] == 200e9
     assert "nvlink_tx" not in slow[1]
@@ -713,12 +737,12 @@ def test_gpm_sample_error_keeps_the_previous_sample() -> None:
     gpu = FakeGpu(gpm=True, gpm_values=GPM_VALUES)
     gateway, nvml = opened(gpu)
     gateway.read_slow()
-    nvml.clock.now += 0.5
+    nvml.clock.now += GPM_STEP
     gpu.faults_once["nvmlGpmSampleGet"] = NVMLError_Timeout()
-    assert gateway.read_slow() == {}
-    nvml.clock.now += 0.5
+    assert "sm_active" not in gateway.read_slow().get(0, {})
+    nvml.clock.now += GPM_STEP
     assert gateway.read_slow()[0]["sm_active"] == 96.0
-    assert gpu.gpm_spans == [pytest.approx(1.0)]
+    assert gpu.gpm_spans == [pytest.approx(2 * GPM_STEP)]  # from the sample before the error
 
 
 # --- processes ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, M
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
 from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, fresh_slow, merged
+from tests.conftest import wait_for
 
 TIMEOUT = 10.0
 
@@ -55,6 +56,8 @@ class FakeGateway:
         self.processes: dict[int, list[GpuProcess]] = {}
         self.closed = False
         self.watch = CallWatch()
+        self.job_running: list[bool] = []
+        """What each slow read was told."""
 
     def open(self) -> None:
         pass
@@ -62,9 +65,10 @@ class FakeGateway:
     def read_fast(self) -> list[GpuSample]:
         return [GpuSample(index=0, state="ok", values={"power": 300.0})]
 
-    def read_slow(self) -> dict[int, dict[str, float]]:
+    def read_slow(self, job_running: bool = False) -> dict[int, dict[str, float]]:
         self.release_slow.wait(TIMEOUT)
         self.slow_reads += 1
+        self.job_running.append(job_running)
         return self.slow_values
 
     def read_processes(self) -> dict[int, list[GpuProcess]]:
@@ -124,6 +128,36 @@ def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -
     assert merged.values["pcie_rx"] == 55e9
     assert merged.values["power"] == 300.0  # the fast read wins
     assert gateway.closed
+
+
+def test_the_slow_reads_are_told_whether_a_benchmark_job_runs() -> None:
+    gateway = FakeGateway()
+    job = threading.Event()
+    sampler = Sampler(50, lambda sample: None, gateway=gateway, job_running=job.is_set)
+    sampler.start()
+    try:
+        wait_for(lambda: gateway.job_running, what="a slow read")
+        job.set()
+        wait_for(lambda: gateway.job_running[-1], what="a slow read during the job")
+    finally:
+        sampler.stop()
+    assert gateway.job_running[0] is False
+
+
+def test_the_slow_reads_follow_a_rate_change_at_once() -> None:
+    """The fast thread wakes the slow one on the slow reads' interval, or each tick if rarer:
+    raised from a tick every 5 s, the slow reads come again within seconds, not at 5 s."""
+    gateway = FakeGateway()
+    sampler = Sampler(0.2, lambda sample: None, gateway=gateway)
+    sampler.start()
+    try:
+        wait_for(lambda: gateway.slow_reads >= 1, what="the first slow read")
+        sampler.set_rate(20.0)
+        began, reads = time.monotonic(), gateway.slow_reads
+        wait_for(lambda: gateway.slow_reads >= reads + 3, what="slow reads at the new rate")
+    finally:
+        sampler.stop()
+    assert time.monotonic() - began < 4.0  # at the change, then once an interval (1 s)
 
 
 def test_gpu_processes_ride_once_on_the_sample_after_their_read_with_their_owners() -> None:
