@@ -38,6 +38,7 @@ from dltui.protocol.framing import encode_frame  # noqa: E402
 from dltui.protocol.messages import Inventory, Sample, to_wire  # noqa: E402
 from dltui.telemetry.host import HostSampler  # noqa: E402
 from dltui.telemetry.nvml import NvmlGateway  # noqa: E402
+from dltui.telemetry.nvml_reads import FAST_INTERVALS, SLOW_INTERVALS  # noqa: E402
 from dltui.telemetry.processes import Owners  # noqa: E402
 from dltui.telemetry.sampler import Sampler  # noqa: E402
 
@@ -92,9 +93,10 @@ def pieces(rate: float, seconds: float) -> None:
     exposition(sampler.inventory, latest[0])
 
 
-def exposition(inventory: Inventory, sample: Sample, repeat: int = 300) -> None:
+def exposition(inventory: Inventory, sample: Sample, repeat: int = 300, paced: int = 10) -> None:
     """Thread CPU of what a scrape of this sample makes: prometheus-client's metric families,
-    then its OpenMetrics text, as Prometheus 2 asks for it."""
+    then its OpenMetrics text, as Prometheus 2 asks for it; back to back, and `paced` times a
+    second apart, as a scraper once a second finds the code (cold caches cost more in a VM)."""
     from dltui.agent.metrics import families
     from dltui.agent.metrics_server import encoder_for
     from dltui.protocol.metric_names import gpu_labels, sample_points
@@ -107,6 +109,10 @@ def exposition(inventory: Inventory, sample: Sample, repeat: int = 300) -> None:
         def collect(self) -> list[Any]:
             return built
 
+    class Fresh:  # as a scrape does: the families built, then written
+        def collect(self) -> list[Any]:
+            return build()
+
     write, _ = encoder_for("application/openmetrics-text;version=1.0.0,text/plain;q=0.5")
     series = sum(len(family.samples) for family in built)
     for name, step in (("metric families", build), ("OpenMetrics text", lambda: write(Built()))):
@@ -115,6 +121,13 @@ def exposition(inventory: Inventory, sample: Sample, repeat: int = 300) -> None:
             step()
         each = 1e6 * (time.thread_time() - began) / repeat
         print(f"  a scrape's {name}, {series} series: {each:.0f} µs (back to back)")
+    spent = 0.0
+    for _ in range(paced):
+        time.sleep(1.0)
+        began = time.thread_time()
+        write(Fresh())
+        spent += time.thread_time() - began
+    print(f"  both, a second apart: {1e6 * spent / paced:.0f} µs a scrape")
 
 
 def wake_floor(rate: float = 10.0, seconds: float = 10.0, size: int = 4300) -> None:
@@ -225,27 +238,30 @@ def nvml_floors() -> None:
 
 
 def least_agent(rate: float, seconds: float, scraped: bool, batch: float = 0.0) -> float:
-    """% of a core for one thread that does only what the agent must, at the agent's cadences:
-    each tick the six fast reads of GPU 0 (memory, utilization, power, temperature, throttle,
-    SM clock); a GPM sample every 0.5 s (or each tick, if rarer) and the energy counter every
-    5 s; then either the values packed and sent to a client (another process; with `batch`,
-    the packed ticks of `batch` seconds sent together) or, `scraped`, a GET from another process
-    answered once a second with a fixed body, on one connection kept open as Prometheus keeps
-    it. Nothing else: no other thread, no loop, no checks."""
+    """% of a core for one thread that does only what the agent must, at the agent's cadences: the
+    six fast reads of GPU 0 (memory, utilization, power, temperature, throttle, SM clock), each
+    tick or at its own interval (FAST_INTERVALS); a GPM sample at its interval (or each tick,
+    if rarer) and the energy counter at its interval (SLOW_INTERVALS); then either the values
+    packed and sent to a client (another process; with `batch`, the packed ticks of `batch`
+    seconds sent together) or, `scraped`, a GET from another process answered once a second
+    with a fixed body, on one connection kept open as Prometheus keeps it. Nothing else: no
+    other thread, no loop, no checks."""
     import msgpack
     import pynvml as nvml
 
     nvml.nvmlInit()
     gpu = nvml.nvmlDeviceGetHandleByIndex(0)
     gpm = nvml.nvmlGpmSampleAlloc()
-    reads = (
-        lambda: nvml.nvmlDeviceGetMemoryInfo(gpu).used,
-        lambda: nvml.nvmlDeviceGetUtilizationRates(gpu).gpu,
-        lambda: nvml.nvmlDeviceGetPowerUsage(gpu),
-        lambda: nvml.nvmlDeviceGetTemperature(gpu, nvml.NVML_TEMPERATURE_GPU),
-        lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(gpu),
-        lambda: nvml.nvmlDeviceGetClockInfo(gpu, nvml.NVML_CLOCK_SM),
-    )
+    reads: list[tuple[Callable[[], object], float]] = [
+        (lambda: nvml.nvmlDeviceGetMemoryInfo(gpu).used, FAST_INTERVALS.get("memory", 0.0)),
+        (lambda: nvml.nvmlDeviceGetUtilizationRates(gpu).gpu, FAST_INTERVALS.get("util", 0.0)),
+        (lambda: nvml.nvmlDeviceGetPowerUsage(gpu), 0.0),
+        (lambda: nvml.nvmlDeviceGetTemperature(gpu, nvml.NVML_TEMPERATURE_GPU), 0.0),
+        (lambda: nvml.nvmlDeviceGetCurrentClocksEventReasons(gpu), 0.0),
+        (lambda: nvml.nvmlDeviceGetClockInfo(gpu, nvml.NVML_CLOCK_SM), 0.0),
+    ]
+    read_at = [0.0] * len(reads)
+    held: list[object] = [None] * len(reads)
     listener = socket.create_server(("127.0.0.1", 0))
     if scraped:  # as Prometheus does: one connection, kept open from one GET to the next
         peer = subprocess.Popen([sys.executable, "-c", "import http.client, sys, time\n"
@@ -258,20 +274,24 @@ def least_agent(rate: float, seconds: float, scraped: bool, batch: float = 0.0) 
     else:
         peer = reading_peer(listener.getsockname()[1])
     client, _ = listener.accept()
-    gpm_interval = max(0.5, 1 / rate)  # the agent's slow thread wakes no faster than it samples
+    # The agent's slow thread wakes no faster than it samples.
+    gpm_interval = max(SLOW_INTERVALS["gpm"], 1 / rate)
     began = time.monotonic()
     due, energy_due, gpm_due = began, began, began
     cpu0, end = time.process_time(), began + seconds
     unsent: list[bytes] = []
     while due < end:
-        values = [read() for read in reads]
         now = time.monotonic()
+        for position, (read, interval) in enumerate(reads):
+            if now - read_at[position] >= 0.95 * interval:  # the gateway's slack
+                held[position], read_at[position] = read(), now
+        values = list(held)
         if now >= gpm_due:
             nvml.nvmlGpmSampleGet(gpu, gpm)
             gpm_due += gpm_interval
         if now >= energy_due:
             values.append(nvml.nvmlDeviceGetTotalEnergyConsumption(gpu))
-            energy_due += 5.0
+            energy_due += SLOW_INTERVALS["energy"]
         if not scraped:
             unsent.append(msgpack.packb([time.time(), now, values]))
             if len(unsent) >= max(1, round(batch * rate)):
