@@ -194,7 +194,7 @@ class Sampler:
         self._fast.start()
 
     def _start_slow(self) -> None:
-        self._slow_due = time.monotonic() + max(_SLOW_MIN_INTERVAL, self.period)
+        self._slow_due = time.monotonic() + self._slow_interval()
         self._slow_reader = self._start("dltui-sample-slow", self._run_slow)
         self._slow_reader.start()
 
@@ -235,7 +235,7 @@ class Sampler:
             if now >= self._slow_due:
                 # The slow thread's turn. Woken by this thread as it finishes a tick rather than
                 # by a timer of its own, it finds the CPU awake and the interpreter warm.
-                self._slow_due = now + max(_SLOW_MIN_INTERVAL, self.period)
+                self._slow_due = now + self._slow_interval()
                 self._wake_slow.set()
             # Late: run the latest due tick now and drop the earlier missed ones.
             latest = math.floor((now - start) / period)
@@ -246,7 +246,12 @@ class Sampler:
                 start, period, tick = time.monotonic(), self.period, 0  # a new rate: a new grid
                 # The slow thread read at the change (set_rate woke it): its next turn follows
                 # the new rate, not the old one's.
-                self._slow_due = start + max(_SLOW_MIN_INTERVAL, period)
+                self._slow_due = start + self._slow_interval()
+
+    def _slow_interval(self) -> float:
+        """How often the slow thread's turn comes: as its most frequent read is due, or as
+        samples are taken, if that is rarer."""
+        return max(_SLOW_MIN_INTERVAL, self.period)
 
     def _sleep(self, wake: Wakeup, until: float, period: float) -> bool:
         """Wait until `until`; True, at once, when the rate changes or the sampler stops."""
@@ -260,7 +265,7 @@ class Sampler:
     def _run_slow(self) -> None:
         self._gateway.watch.watch_this_thread(SLOW_DEADLINE)
         while not self._stopping.is_set() and threading.current_thread() is self._slow_reader:
-            interval = max(_SLOW_MIN_INTERVAL, self.period)
+            interval = self._slow_interval()
             try:
                 self._guarded("slow read", self._slow_tick)
             except CallAbandoned:
