@@ -3,7 +3,7 @@
 The sampling threads sleep between ticks and must wake at once when the rate changes or the
 sampler stops. `Event.wait(timeout)` builds a lock for each wait and waits on it through a
 condition; on the H200 VM that came to 89-98 µs of CPU a wake against 59 for a plain sleep and
-65-69 for a `poll` (scratch benchmark, docs/results/telemetry-h200.md). A pipe that `poll`
+65-69 for a `poll` (docs/results/agent-wakes-h200.txt). A pipe that `poll`
 watches costs about what a sleep does: a set flag is a byte in the pipe.
 """
 
@@ -15,15 +15,18 @@ import threading
 
 
 class Wakeup:
+    _closed = True
+    """Until the pipe exists: a Wakeup whose pipe could not be made closes nothing."""
+
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        """A set and a close never cross: a closed descriptor's number may be reused."""
         self._read, self._write = os.pipe()
+        self._closed = False
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
         self._poll = select.poll()
         self._poll.register(self._read, select.POLLIN)
-        self._lock = threading.Lock()
-        """A set and a close never cross: a closed descriptor's number may be reused."""
-        self._closed = False
 
     def set(self) -> None:
         """Wake the waiter now, or make its next wait return at once; nothing once closed.
