@@ -22,11 +22,10 @@ from typing import Any
 
 from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState, MigSample
 from dltui.telemetry import mig
+from dltui.telemetry.nvml_fast import PreparedRead, prepare
 from dltui.telemetry.nvml_health import HEALTH_READERS
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
-    FAST_GROUPS,
-    FAST_INTERVALS,
     GPM_METRICS,
     GPM_MIN_INTERVAL,
     INIT_REASONS,
@@ -38,7 +37,6 @@ from dltui.telemetry.nvml_reads import (
     PROCESS_UTIL_READ,
     SIMPLE_READS,
     SLOW_INTERVALS,
-    SLOW_SIMPLE_READS,
     VALUE_MEMBERS,
 )
 from dltui.telemetry.nvml_watch import CallWatch
@@ -72,11 +70,10 @@ class _Device:
     gpm_time: float | None = None
     gpm_metrics: dict[str, int] = field(default_factory=dict)
     """GPM metrics still believed supported: field -> metric id."""
+    fast_reads: list[PreparedRead] = field(default_factory=list)
+    """The cheap reads a tick makes, those this GPU supports."""
     due_times: dict[str, float] = field(default_factory=dict)
-    """When each read taken at an interval (SLOW_INTERVALS, FAST_INTERVALS) was last due:
-    group -> monotonic time."""
-    fast_held: dict[str, dict[str, float]] = field(default_factory=dict)
-    """The last values of the fast reads taken at an interval: group -> values."""
+    """When each slow read (SLOW_INTERVALS) was last due: group -> monotonic time."""
     util_seen: int = 0
     """The latest process-utilization sample's timestamp (µs): each read asks for newer ones."""
     mig: list[mig.Instance] = field(default_factory=list)
@@ -216,7 +213,7 @@ class NvmlGateway:
             if hasattr(self._nvml, constant)
         }
         return _Device(index, handle, info, active_links=links, gpm_metrics=metrics if gpm else {},
-                       mig=instances or [])  # fmt: skip
+                       mig=instances or [], fast_reads=prepare(self._nvml, handle))  # fmt: skip
 
     def _active_links(self, handle: Any) -> list[int]:
         enabled = getattr(self._nvml, "NVML_FEATURE_ENABLED", 1)
@@ -251,53 +248,43 @@ class NvmlGateway:
         values: dict[str, float] = {}
         errors: dict[str, str] = {}
         now = self._clock()
-        for group, fields in FAST_GROUPS.items():
-            if group in dev.unsupported:
-                continue
-            timed = group in FAST_INTERVALS
-            if timed and not self._due(dev, group, now, FAST_INTERVALS) and group in dev.fast_held:
-                values.update(dev.fast_held[group])  # the driver has nothing newer yet
+        for read in dev.fast_reads:
+            if read.held is not None and now - read.taken < read.interval:
+                values.update(read.held)  # the driver has nothing newer yet
                 continue
             try:
-                if group in SIMPLE_READS:
-                    read = {group: self._read_simple(dev, *SIMPLE_READS[group])}
-                else:
-                    read = getattr(self, f"_read_{group}")(dev)
-                values.update(read)
-                if timed:
-                    dev.fast_held[group] = read
-            except (_Missing, self._nvml.NVMLError) as exc:
-                dev.fast_held.pop(group, None)
-                self._failed(dev, group, exc)
+                read.held = self._take(read)
+            except self._nvml.NVMLError as exc:
+                read.held = None
+                self._failed(dev, read.group, exc)
                 if dev.state != "ok":
                     return GpuSample(index=dev.index, state=dev.state, values={})
-                if group not in dev.unsupported:
-                    errors.update(dict.fromkeys(fields, str(exc)))
+                if read.group in dev.unsupported:  # never asked again
+                    dev.fast_reads = [kept for kept in dev.fast_reads if kept is not read]
+                else:
+                    errors.update(dict.fromkeys(read.fields, str(exc)))
+                continue
+            read.taken = now
+            values.update(read.held)
         return GpuSample(index=dev.index, state="ok", values=values, errors=errors)
+
+    def _take(self, read: PreparedRead) -> dict[str, float]:
+        """One read, the next of its ways where NVML does not support one."""
+        while True:
+            name, take = read.ways[0]
+            try:
+                values: dict[str, float] = self._invoke(name, take)
+                return values
+            except self._nvml.NVMLError as exc:
+                if len(read.ways) == 1 or self._kind(exc) != "unsupported":
+                    raise
+                del read.ways[0]
 
     def _read_simple(
         self, dev: _Device, name: str, constants: tuple[str, ...], divisor: int
     ) -> float:
         value: float = self._call(name, dev.handle, *(getattr(self._nvml, c) for c in constants))
         return value / divisor if divisor != 1 else value
-
-    def _read_util(self, dev: _Device) -> dict[str, float]:
-        util = self._call("nvmlDeviceGetUtilizationRates", dev.handle)
-        return {"util_gpu": util.gpu, "util_mem": util.memory}
-
-    def _read_memory(self, dev: _Device) -> dict[str, float]:
-        memory = self._call("nvmlDeviceGetMemoryInfo", dev.handle)
-        return {"mem_used": memory.used, "mem_total": memory.total}
-
-    def _read_throttle(self, dev: _Device) -> dict[str, float]:
-        try:
-            mask = self._call("nvmlDeviceGetCurrentClocksEventReasons", dev.handle)
-        except (_Missing, self._nvml.NVMLError) as exc:
-            if self._kind(exc) != "unsupported":
-                raise
-            # Older drivers and nvidia-ml-py releases only have the deprecated name.
-            mask = self._call("nvmlDeviceGetCurrentClocksThrottleReasons", dev.handle)
-        return {"throttle": mask}
 
     def _read_nvlink(self, dev: _Device) -> dict[str, float]:
         """NVLink TX/RX rates from the cumulative KiB counters and their own timestamps, and
@@ -364,7 +351,7 @@ class NvmlGateway:
                 # Field counters only where GPM cannot give NVLink rates in its one call.
                 "nvlink": bool(dev.active_links) and not self._gpm_has(dev, "nvlink_tx"),
                 "pcie": not self._gpm_has(dev, "pcie_tx", "pcie_rx"),
-                **dict.fromkeys(SLOW_SIMPLE_READS, True),
+                **dict.fromkeys(SIMPLE_READS, True),
                 **dict.fromkeys(HEALTH_READERS, True),
                 "nvlink_errors": bool(dev.active_links),
             }
@@ -607,6 +594,10 @@ class NvmlGateway:
         function = getattr(self._nvml, name, None)
         if function is None:
             raise _Missing(f"{name} is not in this nvidia-ml-py")
+        return self._invoke(name, function, *args)
+
+    def _invoke(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
+        """`function` (NVML's `name`) under the hang watch, its failures counted."""
         slot = self.watch.calling(name)
         try:
             return function(*args)

@@ -6,6 +6,11 @@ measured on the H200 machines (docs/results/telemetry-h200.md), reads in one pla
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 GPM_MIN_INTERVAL = 0.1
 """Seconds between two GPM samples; NVML's metrics are noise over shorter spans."""
 
@@ -30,14 +35,13 @@ GPM_METRICS: dict[str, tuple[str, float]] = {
     "nvlink_rx": ("NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", MB),
 }
 
-# Reads of one number: field -> (NVML function, pynvml constants passed after the handle,
-# divisor to the unit in protocol.fields).
+# Reads of one number, taken on the slow thread: field -> (NVML function, pynvml constants
+# passed after the handle, divisor to the unit in protocol.fields). The energy counter took 3 ms
+# (up to 18 ms) a call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML
+# call is a VM exit, and change too slowly to be worth that ten times a second.
 SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
-    "power": ("nvmlDeviceGetPowerUsage", (), 1000),  # mW
     "power_limit": ("nvmlDeviceGetEnforcedPowerLimit", (), 1000),  # mW
     "energy": ("nvmlDeviceGetTotalEnergyConsumption", (), 1000),  # mJ
-    "temp": ("nvmlDeviceGetTemperature", ("NVML_TEMPERATURE_GPU",), 1),
-    "clock_sm": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_SM",), 1),
     "clock_mem": ("nvmlDeviceGetClockInfo", ("NVML_CLOCK_MEM",), 1),
     "clock_sm_max": ("nvmlDeviceGetMaxClockInfo", ("NVML_CLOCK_SM",), 1),
     "ecc_corrected": (
@@ -52,19 +56,6 @@ SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
     ),
     "pcie_replay": ("nvmlDeviceGetPcieReplayCounter", (), 1),
 }
-
-# Reads of one number taken on the slow thread: the energy counter took 3 ms (up to 18 ms) a
-# call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML call is a VM
-# exit, and change too slowly to be worth that ten times a second.
-SLOW_SIMPLE_READS = (
-    "energy",
-    "power_limit",
-    "clock_mem",
-    "clock_sm_max",
-    "ecc_corrected",
-    "ecc_uncorrected",
-    "pcie_replay",
-)
 
 # The health reads (nvml_health.py): group -> the fields it fills. They change rarely and
 # matter when they do; the agent turns their changes into events (agent/health.py).
@@ -109,13 +100,52 @@ PROCESS_UTIL_READ = "nvmlDeviceGetProcessUtilization"
 NO_INSTANCE = 0xFFFFFFFF
 """A process's gpuInstanceId outside MIG mode."""
 
-# Every cheap read: group (one NVML call, support detected once) -> the fields it fills.
-FAST_GROUPS: dict[str, tuple[str, ...]] = {
-    "util": ("util_gpu", "util_mem"),
-    "memory": ("mem_used", "mem_total"),
-    **{name: (name,) for name in SIMPLE_READS if name not in SLOW_SIMPLE_READS},
-    "throttle": ("throttle",),
-}
+
+class Utilization(ctypes.Structure):
+    """nvmlUtilization_t (nvml.h)."""
+
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+class Memory(ctypes.Structure):
+    """nvmlMemory_t (nvml.h)."""
+
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FastRead:
+    """One cheap read a tick makes (nvml_fast.py prepares it for each GPU)."""
+
+    functions: tuple[str, ...]
+    """The NVML functions that can answer it, best first."""
+    constants: tuple[str, ...]
+    """pynvml constants passed after the handle."""
+    answer: type
+    """What the C function writes its answer into."""
+    fields: tuple[str, ...]
+    values: Callable[[Any], tuple[float, ...]]
+    """The fields' values, in protocol.fields' units, from the answer (a number's value)."""
+
+
+# Every cheap read: group (support detected once) -> its read.
+FAST_READS: dict[str, FastRead] = {
+    "util": FastRead(("nvmlDeviceGetUtilizationRates",), (), Utilization,
+                     ("util_gpu", "util_mem"), lambda util: (util.gpu, util.memory)),
+    "memory": FastRead(("nvmlDeviceGetMemoryInfo",), (), Memory, ("mem_used", "mem_total"),
+                       lambda memory: (memory.used, memory.total)),
+    "power": FastRead(("nvmlDeviceGetPowerUsage",), (), ctypes.c_uint, ("power",),
+                      lambda milliwatts: (milliwatts / 1000,)),
+    "temp": FastRead(("nvmlDeviceGetTemperature",), ("NVML_TEMPERATURE_GPU",), ctypes.c_uint,
+                     ("temp",), lambda celsius: (celsius,)),
+    "clock_sm": FastRead(("nvmlDeviceGetClockInfo",), ("NVML_CLOCK_SM",), ctypes.c_uint,
+                         ("clock_sm",), lambda mhz: (mhz,)),
+    # Older drivers and nvidia-ml-py releases only have the deprecated name.
+    "throttle": FastRead(("nvmlDeviceGetCurrentClocksEventReasons",
+                          "nvmlDeviceGetCurrentClocksThrottleReasons"), (), ctypes.c_ulonglong,
+                         ("throttle",), lambda mask: (mask,)),
+}  # fmt: skip
 
 # Fast reads whose source refreshes more slowly than a 10 Hz tick: group -> seconds between
 # reads; the ticks in between carry the value read last. On the H200 (benchmarks/

@@ -84,6 +84,30 @@ def test_cheap_fields_are_present(gateway: NvmlGateway) -> None:
         assert 0 < sample.values["mem_used"] <= sample.values["mem_total"]
 
 
+def test_the_prepared_reads_agree_with_pynvmls_functions(gateway: NvmlGateway) -> None:
+    """The fast reads call NVML's C functions themselves (nvml_fast.py): the same answers."""
+    import pynvml
+
+    before = gateway.read_fast()
+    for index, sample in enumerate(gateway.read_fast()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        assert sample.values["mem_total"] == memory.total
+        assert abs(sample.values["mem_used"] - memory.used) <= 0.01 * memory.total
+        util = pynvml.nvmlDeviceGetUtilizationRates(handle)
+        assert 0 <= sample.values["util_gpu"] <= 100 and 0 <= sample.values["util_mem"] <= 100
+        assert abs(sample.values["util_gpu"] - util.gpu) <= 50  # refreshes every 200 ms
+        temp = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
+        assert abs(sample.values["temp"] - temp) <= 2
+        power = pynvml.nvmlDeviceGetPowerUsage(handle) / 1000
+        assert abs(sample.values["power"] - power) <= max(30.0, 0.3 * power)
+        clock = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        highest = max(clock, before[index].values["clock_sm"])
+        assert 0 < sample.values["clock_sm"] <= 1.2 * highest
+        mask = sample.values["throttle"]  # a mask of the reasons nvml.h defines, all below 2**16
+        assert mask == int(mask) and 0 <= mask < 2**16
+
+
 def test_a_fast_read_is_cheap(gateway: NvmlGateway) -> None:
     gateway.read_fast()  # support detection happens on the first read
     timings = []

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -330,8 +332,46 @@ class FakeNvml:
         return metricsGet
 
 
-def opened(*gpus: FakeGpu, **options: Any) -> tuple[NvmlGateway, FakeNvml]:
-    nvml = FakeNvml(list(gpus) or [FakeGpu()], **options)
+class FakeNvmlWithC(FakeNvml):
+    """The fake with pynvml's way to NVML's C functions: each answers through the pointer it is
+    given and returns NVML's code, as libnvidia-ml does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.answers: dict[str, list[Any]] = {}
+        """C function -> the answer it was handed, each call."""
+
+    def _nvmlGetFunctionPointer(self, name: str) -> Callable[..., int]:
+        if name in self.missing:
+            raise NVMLError_FunctionNotFound()
+        function = getattr(self, name)
+
+        def c_function(handle: FakeGpu, *args: Any) -> int:
+            *args, pointer = args
+            answer = pointer._obj  # what ctypes.byref points at
+            self.answers.setdefault(name, []).append(answer)
+            try:
+                result = function(handle, *args)
+            except NVMLError as exc:
+                return exc.value
+            if isinstance(answer, ctypes.Structure):
+                for member, _ in answer._fields_:
+                    setattr(answer, member, getattr(result, member))
+            else:
+                answer.value = result
+            return 0
+
+        return c_function
+
+
+BOTH_WAYS = pytest.mark.parametrize("c_functions", [False, True], ids=["functions", "c-functions"])
+"""The cheap reads through a fake NVML module's functions, and through pynvml's C functions."""
+
+
+def opened(
+    *gpus: FakeGpu, c_functions: bool = False, **options: Any
+) -> tuple[NvmlGateway, FakeNvml]:
+    nvml = (FakeNvmlWithC if c_functions else FakeNvml)(list(gpus) or [FakeGpu()], **options)
     gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
     gateway.open()
     return gateway, nvml
@@ -399,7 +439,8 @@ def test_inventory_per_gpu() -> None:
 # --- cheap reads ------------------------------------------------------------------------------
 
 
-def test_fast_read_converts_units() -> None:
+@BOTH_WAYS
+def test_fast_read_converts_units(c_functions: bool) -> None:
     gpu = FakeGpu(
         util=(97, 41),
         memory_used=80 * 2**30,
@@ -410,7 +451,7 @@ def test_fast_read_converts_units() -> None:
         throttle=0x4,
         ecc=(2, 1),
     )
-    gateway, _ = opened(gpu)
+    gateway, _ = opened(gpu, c_functions=c_functions)
     (sample,) = gateway.read_fast()
     assert sample.state == "ok" and sample.errors == {}
     assert sample.values == {
@@ -440,31 +481,53 @@ def test_fast_read_converts_units() -> None:
     assert gpu.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
 
 
-def test_a_fast_read_taken_at_an_interval_is_carried_by_the_ticks_between() -> None:
+@BOTH_WAYS
+def test_a_fast_read_taken_at_an_interval_is_carried_by_the_ticks_between(
+    c_functions: bool,
+) -> None:
     gpu = FakeGpu(util=(10, 1))
-    gateway, nvml = opened(gpu)
-    tick, interval = 0.05, FAST_INTERVALS["util"]
-    assert FAST_INTERVALS["memory"] == interval
+    gateway, nvml = opened(gpu, c_functions=c_functions)
+    tick, span = 0.05, 2 * max(FAST_INTERVALS.values())
     inventory_reads = gpu.calls.copy()
     seen = []
-    for _ in range(round(2 * interval / tick)):
+    for _ in range(round(span / tick)):
         (sample,) = gateway.read_fast()
         seen.append((sample.values["util_gpu"], sample.values["mem_used"]))
         gpu.util = (gpu.util[0] + 1, 1)  # the driver's values move; ticks between reads carry
         gpu.memory_used += 1
         nvml.clock.now += tick
-    per_read = round(interval / tick)
-    first = (10, seen[0][1])
-    later = (10 + per_read, first[1] + per_read)
-    assert seen == [first] * per_read + [later] * per_read
+    for position, group in enumerate(("util", "memory")):
+        per_read = round(FAST_INTERVALS[group] / tick)
+        values = [tick_values[position] for tick_values in seen]
+        assert values == [values[0] + per_read * (n // per_read) for n in range(len(values))]
     calls = gpu.calls - inventory_reads
-    assert calls["nvmlDeviceGetUtilizationRates"] == calls["nvmlDeviceGetMemoryInfo"] == 2
-    assert calls["nvmlDeviceGetPowerUsage"] == 2 * per_read  # every tick
+    assert calls["nvmlDeviceGetUtilizationRates"] == round(span / FAST_INTERVALS["util"])
+    assert calls["nvmlDeviceGetMemoryInfo"] == round(span / FAST_INTERVALS["memory"])
+    assert calls["nvmlDeviceGetPowerUsage"] == round(span / tick)  # every tick
 
 
-def test_a_slowly_refreshed_read_that_fails_is_asked_again_next_tick() -> None:
+def test_each_cheap_read_calls_nvml_straight_into_an_answer_allocated_once() -> None:
+    gateway, nvml = opened(FakeGpu(util=(97, 41)), c_functions=True)
+    for _ in range(3):
+        (sample,) = gateway.read_fast()
+        nvml.clock.now += max(FAST_INTERVALS.values())  # every read, every time
+    assert sample.values["util_gpu"] == 97 and sample.values["power"] == 75.0
+    assert set(nvml.answers) == {
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+    }
+    for answers in nvml.answers.values():
+        assert len(answers) == 3 and all(answer is answers[0] for answer in answers)
+
+
+@BOTH_WAYS
+def test_a_slowly_refreshed_read_that_fails_is_asked_again_next_tick(c_functions: bool) -> None:
     gpu = FakeGpu(util=(10, 1))
-    gateway, nvml = opened(gpu)
+    gateway, nvml = opened(gpu, c_functions=c_functions)
     gateway.read_fast()
     nvml.clock.now += FAST_INTERVALS["util"]
     gpu.faults_once["nvmlDeviceGetUtilizationRates"] = NVMLError_Unknown()
@@ -513,9 +576,14 @@ def test_the_energy_counter_is_read_more_often_while_a_benchmark_job_runs() -> N
     assert all(busy)
 
 
-def test_function_missing_from_pynvml_is_unsupported_and_throttle_falls_back() -> None:
+@BOTH_WAYS
+def test_function_missing_from_pynvml_is_unsupported_and_throttle_falls_back(
+    c_functions: bool,
+) -> None:
     gateway, nvml = opened(
-        FakeGpu(throttle=0x40), missing={"nvmlDeviceGetCurrentClocksEventReasons"}
+        FakeGpu(throttle=0x40),
+        missing={"nvmlDeviceGetCurrentClocksEventReasons"},
+        c_functions=c_functions,
     )
     for _ in range(2):
         (sample,) = gateway.read_fast()
@@ -528,6 +596,7 @@ def test_function_missing_from_pynvml_is_unsupported_and_throttle_falls_back() -
             "nvmlDeviceGetCurrentClocksEventReasons",
             "nvmlDeviceGetCurrentClocksThrottleReasons",
         },
+        c_functions=c_functions,
     )
     for _ in range(2):
         (sample,) = gateway.read_fast()
@@ -535,16 +604,18 @@ def test_function_missing_from_pynvml_is_unsupported_and_throttle_falls_back() -
         assert "power" in sample.values
 
 
-def test_throttle_falls_back_when_the_driver_lacks_the_new_function() -> None:
+@BOTH_WAYS
+def test_throttle_falls_back_when_the_driver_lacks_the_new_function(c_functions: bool) -> None:
     gpu = FakeGpu(faults={"nvmlDeviceGetCurrentClocksEventReasons": NVMLError_FunctionNotFound()})
-    gateway, _ = opened(gpu)
+    gateway, _ = opened(gpu, c_functions=c_functions)
     (sample,) = gateway.read_fast()
     assert sample.values["throttle"] == 0x1
 
 
-def test_other_errors_last_one_tick() -> None:
+@BOTH_WAYS
+def test_other_errors_last_one_tick(c_functions: bool) -> None:
     gpu = FakeGpu(faults_once={"nvmlDeviceGetPowerUsage": NVMLError_Unknown()})
-    gateway, _ = opened(gpu)
+    gateway, _ = opened(gpu, c_functions=c_functions)
     (first,) = gateway.read_fast()
     assert first.state == "ok"
     assert "power" not in first.values
@@ -556,9 +627,10 @@ def test_other_errors_last_one_tick() -> None:
     assert gpu.calls["nvmlDeviceGetPowerUsage"] == 2
 
 
-def test_lost_gpu_is_sticky_and_the_others_go_on() -> None:
+@BOTH_WAYS
+def test_lost_gpu_is_sticky_and_the_others_go_on(c_functions: bool) -> None:
     healthy, failing = FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1", gpm=True)
-    gateway, _ = opened(healthy, failing)
+    gateway, _ = opened(healthy, failing, c_functions=c_functions)
     failing.faults["nvmlDeviceGetPowerUsage"] = NVMLError_GpuIsLost()
     ok, lost = gateway.read_fast()
     assert (ok.state, lost.state) == ("ok", "lost")
@@ -574,16 +646,18 @@ def test_lost_gpu_is_sticky_and_the_others_go_on() -> None:
     assert sum(failing.calls.values()) == calls
 
 
-def test_uninitialized_after_a_loss_is_a_loss_but_alone_an_error() -> None:
+@BOTH_WAYS
+def test_uninitialized_after_a_loss_is_a_loss_but_alone_an_error(c_functions: bool) -> None:
     gateway, _ = opened(
-        FakeGpu(faults_once={"nvmlDeviceGetTemperature": NVMLError_Uninitialized()})
+        FakeGpu(faults_once={"nvmlDeviceGetTemperature": NVMLError_Uninitialized()}),
+        c_functions=c_functions,
     )
     (sample,) = gateway.read_fast()
     assert sample.state == "ok" and sample.errors == {"temp": "Uninitialized"}
 
     first = FakeGpu(faults={"nvmlDeviceGetUtilizationRates": NVMLError_GpuIsLost()})
     second = FakeGpu(faults={"nvmlDeviceGetUtilizationRates": NVMLError_Uninitialized()})
-    gateway, _ = opened(first, second)
+    gateway, _ = opened(first, second, c_functions=c_functions)
     assert [sample.state for sample in gateway.read_fast()] == ["lost", "lost"]
 
 
