@@ -57,6 +57,10 @@ EVENT_KINDS = frozenset(
     | {kind for kind, _, _ in (*THROTTLES.values(), *COUNTS.values(), *FLAGS.values())}
 )
 """Every kind of health event (xid from telemetry/xid.py): what an `event KIND` rule names."""
+_THROTTLE_BITS = sum(THROTTLES)
+_READ_SLOWLY = ("pcie_gen", "pcie_width", *FLAGS, *COUNTS)
+"""The fields the link, flags and counts are judged on: read every few seconds (they come in
+each sample all the same), so most samples bring nothing new to judge."""
 
 
 @dataclass
@@ -74,10 +78,12 @@ class _Gpu:
     """Conditions up: kind (or flag field) names."""
     counts: dict[str, _Count] = field(default_factory=dict)
     throttle_seen: dict[int, float] = field(default_factory=dict)
-    """Throttle bit -> when a sample last had it."""
+    """Throttle bit -> when a sample last had it, while its condition is up."""
     lost: bool = False
     link_slow: bool = False
     """The link ran below its top generation when last seen under load."""
+    judged: tuple[object, ...] | None = None
+    """What the link, flags and counts were last judged on (see `_unchanged`)."""
 
 
 class HealthCheck:
@@ -99,8 +105,12 @@ class HealthCheck:
                                         wall, gpu=index, state="once"))  # fmt: skip
                 continue
             values = gpu_sample.values
+            mask = values.get("throttle")
+            if mask is not None and (int(mask) & _THROTTLE_BITS or gpu.throttle_seen):
+                events += self._throttle(gpu, index, int(mask), sample.mono, wall)
+            if self._unchanged(gpu, values):
+                continue
             events += self._link(gpu, index, values, wall)
-            events += self._throttle(gpu, index, values.get("throttle"), sample.mono, wall)
             for name, (kind, severity, words) in FLAGS.items():
                 if name in values:
                     events += _condition(gpu, name, kind, severity, words, values[name] >= 1,
@@ -110,6 +120,20 @@ class HealthCheck:
                     events += _count(gpu, name, kind, severity, words, values[name], index,
                                      sample.mono, wall)  # fmt: skip
         return events
+
+    @staticmethod
+    def _unchanged(gpu: _Gpu, values: dict[str, float]) -> bool:
+        """Whether the link, flags and counts would be judged on what they were judged on last,
+        with no count's growth waiting for its minute: then they say nothing new. Ten times a
+        second, in a VM whose caches have gone cold since the last tick, judging them anyway
+        cost some 25 µs."""
+        judged = (values.get("util_gpu", 0.0) >= BUSY_UTIL, *map(values.get, _READ_SLOWLY))
+        if judged == gpu.judged:
+            return True
+        waiting = any(values.get(name, count.base) > count.base
+                      for name, count in gpu.counts.items())  # fmt: skip
+        gpu.judged = None if waiting else judged
+        return False
 
     def _link(self, gpu: _Gpu, index: int, values: dict[str, float], wall: float) -> list[Event]:
         info = gpu.info
@@ -129,17 +153,15 @@ class HealthCheck:
         return _condition(gpu, "pcie_link", "pcie_link", "warning", words,
                           narrow or gpu.link_slow, index, wall, value=width)  # fmt: skip
 
-    def _throttle(
-        self, gpu: _Gpu, index: int, mask: float | None, mono: float, wall: float
-    ) -> list[Event]:
-        if mask is None:
-            return []
+    def _throttle(self, gpu: _Gpu, index: int, mask: int, mono: float, wall: float) -> list[Event]:
         events = []
         for bit, (kind, severity, words) in THROTTLES.items():
-            if int(mask) & bit:
+            if mask & bit:
                 gpu.throttle_seen[bit] = mono
             since = gpu.throttle_seen.get(bit)
             on = since is not None and mono - since < RESOLVE_AFTER_S
+            if not on:
+                gpu.throttle_seen.pop(bit, None)
             events += _condition(gpu, kind, kind, severity, words, on, index, wall)
         return events
 

@@ -70,6 +70,17 @@ def test_counts_that_grow_are_events_at_most_once_a_minute() -> None:
     assert later[0].detail == "8 more PCIe replays (111 in all)"
 
 
+def test_growth_within_the_minute_is_told_when_it_is_up_though_the_count_stood_still() -> None:
+    check = HealthCheck(INVENTORY)
+    check.observe(sample(0.0, {"pcie_replay": 100}))
+    assert len(check.observe(sample(1.0, {"pcie_replay": 103}))) == 1
+    for mono in (2.0, 3.0, 30.0):  # grew again, then the same reading every tick
+        assert check.observe(sample(mono, {"pcie_replay": 110})) == []
+    (later,) = check.observe(sample(1.0 + COUNT_INTERVAL_S, {"pcie_replay": 110}))
+    assert later.detail == "7 more PCIe replays (110 in all)"
+    assert check.observe(sample(2.0 + COUNT_INTERVAL_S, {"pcie_replay": 110})) == []
+
+
 def test_pending_and_failed_remaps_and_a_lost_gpu() -> None:
     check = HealthCheck(INVENTORY)
     found = check.observe(sample(0.0, {"remap_pending": 1, "remap_failed": 1}))
