@@ -60,7 +60,7 @@ def counted(label: Callable[..., str], function: Callable[..., Any]) -> Callable
 
 
 def pieces(rate: float, seconds: float) -> None:
-    NvmlGateway._call = counted(lambda _, name, *__: f"nvml {name}", NvmlGateway._call)  # type: ignore[method-assign]
+    NvmlGateway._invoke = counted(lambda _, name, *__: f"nvml {name}", NvmlGateway._invoke)  # type: ignore[method-assign]
     for owner, method, label in [
         (HostSampler, "read", "host read"),
         (Sampler, "_tick", "fast tick, in all"),
