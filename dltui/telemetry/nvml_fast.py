@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dltui.telemetry.nvml_reads import FAST_INTERVALS, FAST_READS, FastRead
@@ -37,7 +37,7 @@ class PreparedRead:
     """Seconds within which the last values still stand (FAST_INTERVALS, less a little slack,
     so a tick at exactly the interval never skips a turn); 0: read every tick."""
     taken: float = -math.inf
-    held: dict[str, float] | None = field(default=None)
+    held: dict[str, float] | None = None
     """The values of the last read that answered; None after one that failed."""
 
 
