@@ -259,8 +259,9 @@ def test_the_faster_openmetrics_writer_gives_the_library_s_own_bytes(agent_facto
         assert all(re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", label) for label in spec.labels)
     fake_gpus([{"gpm": True}, {}])
     agent = agent_factory("--metrics", "127.0.0.1:0")
-    _, text = scrape(metrics_url(agent))
-    families = list(text_string_to_metric_families(text))
+    url = metrics_url(agent)  # /metrics may answer before the first sample
+    wait_for(lambda: pick(scrape(url)[0], "dltui_gpu_up", gpu="1"), what="GPU 1 in a scrape")
+    families = list(text_string_to_metric_families(scrape(url)[1]))
     prometheus_2 = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
     library, content_type = choose_encoder(prometheus_2)
     faster, same_type = encoder_for(prometheus_2)
