@@ -95,7 +95,9 @@ class HealthCheck:
     def observe(self, sample: Sample) -> list[Event]:
         events: list[Event] = []
         for gpu_sample in sample.gpus:
-            gpu = self._gpus.setdefault(gpu_sample.index, _Gpu(None))
+            gpu = self._gpus.get(gpu_sample.index) or self._gpus.setdefault(
+                gpu_sample.index, _Gpu(None)
+            )
             index, wall = gpu_sample.index, sample.wall
             if gpu_sample.state == "lost":
                 if not gpu.lost:

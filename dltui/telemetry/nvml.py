@@ -39,7 +39,7 @@ from dltui.telemetry.nvml_reads import (
     SLOW_INTERVALS,
     VALUE_MEMBERS,
 )
-from dltui.telemetry.nvml_watch import CallWatch
+from dltui.telemetry.nvml_watch import CallWatch, Slot
 
 log = logging.getLogger(__name__)
 
@@ -238,13 +238,17 @@ class NvmlGateway:
         hung = self.watch.reason(dev.index)
         if hung is not None:
             return GpuSample(index=dev.index, state="error", values={}, errors={"nvml": hung})
-        self.watch.begin(dev.index)
+        # Watched once for all the GPU's reads, not call by call: they take microseconds, ten
+        # times a second, and each layer of Python costs more than the read in a cold cache.
+        slot = self.watch.begin(dev.index)
         try:
-            return self._read_counters(dev)
+            sample = self._read_counters(dev, slot)
         finally:
             self.watch.end()
+        self.watch.returned(slot)  # a read that outlived its deadline ends this thread here
+        return sample
 
-    def _read_counters(self, dev: _Device) -> GpuSample:
+    def _read_counters(self, dev: _Device, slot: Slot | None) -> GpuSample:
         values: dict[str, float] = {}
         errors: dict[str, str] = {}
         now = self._clock()
@@ -253,7 +257,7 @@ class NvmlGateway:
                 values.update(read.held)  # the driver has nothing newer yet
                 continue
             try:
-                read.held = self._take(read)
+                read.held = self._take(read, slot)
             except self._nvml.NVMLError as exc:
                 read.held = None
                 self._failed(dev, read.group, exc)
@@ -268,15 +272,19 @@ class NvmlGateway:
             values.update(read.held)
         return GpuSample(index=dev.index, state="ok", values=values, errors=errors)
 
-    def _take(self, read: PreparedRead) -> dict[str, float]:
+    def _take(self, read: PreparedRead, slot: Slot | None) -> dict[str, float]:
         """One read, the next of its ways where NVML does not support one."""
         while True:
             name, take = read.ways[0]
+            if slot is not None:
+                slot.call = name
             try:
-                values: dict[str, float] = self._invoke(name, take)
-                return values
+                return take()
             except self._nvml.NVMLError as exc:
-                if len(read.ways) == 1 or self._kind(exc) != "unsupported":
+                if self._kind(exc) != "unsupported":
+                    self.errors[name] += 1
+                    raise
+                if len(read.ways) == 1:
                     raise
                 del read.ways[0]
 

@@ -23,7 +23,7 @@ class CallAbandoned(Exception):
 
 
 @dataclass
-class _Slot:
+class Slot:
     """What one watched thread is doing in NVML."""
 
     deadline: float
@@ -38,32 +38,34 @@ class _Slot:
 class CallWatch:
     def __init__(self) -> None:
         self._local = threading.local()
-        self._slots: dict[int, _Slot] = {}
+        self._slots: dict[int, Slot] = {}
         self.hung: dict[int, tuple[str, float]] = {}
         """GPU index -> (the call that has not returned, monotonic time its read began)."""
 
     def watch_this_thread(self, deadline: float) -> None:
         """Watch the calling thread's NVML reads: each must end within `deadline` seconds."""
-        slot = self._local.slot = _Slot(deadline)
+        slot = self._local.slot = Slot(deadline)
         self._slots[threading.get_ident()] = slot
 
-    def begin(self, device: int) -> None:
-        slot = getattr(self._local, "slot", None)
+    def begin(self, device: int) -> Slot | None:
+        """A read of `device` begins; the calling thread's slot, where it is watched."""
+        slot: Slot | None = getattr(self._local, "slot", None)
         if slot is not None:
             slot.device, slot.since = device, time.monotonic()
+        return slot
 
     def end(self) -> None:
         slot = getattr(self._local, "slot", None)
         if slot is not None:
             slot.since = None
 
-    def calling(self, name: str) -> _Slot | None:
+    def calling(self, name: str) -> Slot | None:
         slot = getattr(self._local, "slot", None)
         if slot is not None:
             slot.call = name
         return slot
 
-    def returned(self, slot: _Slot | None) -> None:
+    def returned(self, slot: Slot | None) -> None:
         """After a call: end this thread if it was given up on while inside it."""
         if slot is None or not slot.abandoned:
             return
