@@ -8,6 +8,7 @@
     tls_client_ca = "/etc/dltui/clients-ca.pem"
     log_level = "info"
     nvml_timeout = 30              # then the agent goes on without GPUs
+    cpu = 63                       # the agent's threads' CPU (default: the last; "any": none)
     data_dirs = ["/data/imagenet"] # folders a time-to-accuracy plan may read (default: none)
     metrics = "127.0.0.1:9470"     # Prometheus /metrics (beyond loopback: TLS or insecure)
     metrics_tls_cert = "/etc/dltui/metrics.pem"
@@ -60,7 +61,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileProblem as exc:
         raise ConfigFileError(str(exc)) from None
     known = {"listen", "metrics", "rate", "log_level", "nvml_timeout", "data_dirs", "alert",
-             *_PATHS, *_FLAGS}  # fmt: skip
+             "cpu", *_PATHS, *_FLAGS}  # fmt: skip
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigFileError(
@@ -99,6 +100,10 @@ def _setting(key: str, value: Any) -> Any:
         return in_range(value, MAX_RATE_HZ, "a number of Hz")
     if key == "nvml_timeout":
         return in_range(value, MAX_NVML_TIMEOUT_S, "seconds")
+    if key == "cpu":
+        if value != "any" and (type(value) is not int or value < 0):
+            raise ValueError(f'expected a CPU number or "any", got {quote(value)}')
+        return value
     if key == "log_level":
         if value not in LOG_LEVELS:
             raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {quote(value)}")

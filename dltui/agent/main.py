@@ -7,11 +7,12 @@ import logging
 import ssl
 import sys
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dltui.agent import footprint
 from dltui.agent.alerts import Rule
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
+from dltui.errors import UsageError
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
 if TYPE_CHECKING:  # prometheus-client is loaded only when metrics are served
@@ -29,12 +30,18 @@ def run(
     data_dirs: tuple[str, ...] = (),
     rules: list[Rule] | None = None,
     metrics: MetricsOptions | None = None,
+    cpu: int | Literal["any"] | None = None,
 ) -> int:
     """Serve on TCP (TLS with `tls`) at `listen`, or over stdin/stdout when it is None; 0 on a
     clean stop. ConfigFileError when asked to serve unsafely, or over something not a pipe.
     Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
-    config's alert rules. With `metrics`, serve /metrics there too."""
+    config's alert rules. With `metrics`, serve /metrics there too. The agent's threads keep to
+    `cpu` (None: the last CPU it may use; "any": wherever the kernel puts them)."""
     footprint.one_arena()
+    try:
+        kept_to = None if cpu == "any" else footprint.one_cpu(cpu)
+    except ValueError as exc:
+        raise UsageError(f"--cpu: {exc}") from None
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
                       on_event=lambda event: agent.events.add([event]),
@@ -55,7 +62,9 @@ def run(
         how = "TCP"
         if tls is not None:
             how = "mutual TLS" if tls.verify_mode == ssl.CERT_REQUIRED else "TLS"
-        log.info("listening on %s:%d, %d GPU(s), %g Hz, %s", listen[0], port, gpus, rate_hz, how)
+        on_cpu = "" if kept_to is None else f", on CPU {kept_to}"
+        log.info("listening on %s:%d, %d GPU(s), %g Hz, %s%s", listen[0], port, gpus, rate_hz,
+                 how, on_cpu)  # fmt: skip
 
     serve = agent.serve_tcp(*listen, ready) if listen else agent.serve_stdio()
     sampler.start()

@@ -22,6 +22,7 @@ from io import BufferedReader
 from typing import cast
 
 from dltui.plans.check import check_plan
+from dltui.plans.names import CPUS_ENV
 from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -61,6 +62,9 @@ def _exit_when_orphaned(source: BufferedReader) -> None:
 
 
 def main() -> int:
+    if (cpus := os.environ.get(CPUS_ENV)) and hasattr(os, "sched_setaffinity"):
+        # The agent keeps its threads to one CPU; a benchmark runs on every CPU it could.
+        os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
     frames = claim_stdout()
     stopping = False
 

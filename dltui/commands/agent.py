@@ -6,7 +6,7 @@ import argparse
 import logging
 import ssl
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from dltui.agent.config import MAX_NVML_TIMEOUT_S, METRICS_PORT, data_dirs, load_config
 from dltui.commands.options import add_rate_option, listen_argument, number_argument, secret_option
@@ -35,6 +35,11 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--nvml-timeout", type=number_argument(MAX_NVML_TIMEOUT_S, "seconds"), default=30.0,
         metavar="S", help="go on without GPUs if NVML has not started in S seconds (default 30)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cpu", type=_cpu, metavar="N|any",
+        help="keep the agent's threads on CPU N (default: the last it may use; any: wherever "
+        "the kernel puts them); its benchmarks run on all",
     )  # fmt: skip
     parser.add_argument(
         "--config", metavar="FILE", help="read these options from a TOML file (see agents/)"
@@ -94,7 +99,15 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     listen = None if args.stdio else args.listen
     folders = tuple(args.data_dir or args.data_dirs)
     return serve(listen, args.rate, secret, tls, args.nvml_timeout, folders, args.alert,
-                 _metrics(args))  # fmt: skip
+                 _metrics(args), args.cpu)  # fmt: skip
+
+
+def _cpu(text: str) -> int | Literal["any"]:
+    if text == "any":
+        return "any"
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f'expected a CPU number or "any", got {text!r}')
+    return int(text)
 
 
 def _data_dir(text: str) -> str:

@@ -36,3 +36,6 @@ MULTICAST_OFF = {
     "NVSHMEM_DISABLE_NVLS": "1",
 }
 """NVLink multicast stays off in every rank: it can put a shared host's GPUs out of service."""
+CPUS_ENV = "DLTUI_CPUS"
+"""Where the agent leaves the CPUs it could run on ("0,1,…") before keeping its own threads to
+one (agent/footprint.py): its benchmark workers run on all of them again (bench/worker.py)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from dataclasses import replace
 
@@ -179,3 +180,39 @@ def test_bench_kernels_command_prints_a_table_and_writes_json(tmp_path):
     assert [job["state"] for job in report["jobs"]] == ["done"]
     assert len(report["results"]) == len(rows) > 0
     assert all(r["tflops"] > 0 for r in report["results"])
+
+
+async def test_the_agent_keeps_to_one_cpu_and_its_worker_runs_on_all(agent):
+    """The agent's threads share the last CPU it may use (their wakes stay on one CPU); the
+    benchmark worker it starts runs on every CPU the agent could."""
+    allowed = os.sched_getaffinity(0)
+    assert any(f"on CPU {max(allowed)}" in line for line in agent.log)
+    threads = psutil.Process(agent.process.pid).threads()
+    assert len(threads) >= 2  # the event loop and the sampling thread, at least
+    assert all(os.sched_getaffinity(thread.id) == {max(allowed)} for thread in threads)
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "long", LONG))
+    await until(client.stream, lambda m: isinstance(m, JobProgress))
+    assert [set(worker.cpu_affinity()) for worker in workers(agent)] == [allowed]
+    await client.stream.send(Cancel(2, "long"))
+    await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
+    await client.close()
+
+
+def test_the_agent_runs_on_the_cpu_asked_or_says_why_not():
+    allowed = sorted(os.sched_getaffinity(0))
+    anywhere = start_agent("--cpu", "any")
+    try:
+        threads = psutil.Process(anywhere.process.pid).threads()
+        assert all(os.sched_getaffinity(thread.id) == set(allowed) for thread in threads)
+        assert not any("on CPU" in line for line in anywhere.log)
+    finally:
+        anywhere.stop()
+    beyond = max(allowed) + 1
+    for cpu, words in (
+        (str(beyond), f"--cpu: CPU {beyond} is not one this process may run on: CPU"),
+        ("last", 'expected a CPU number or "any"'),
+    ):
+        refused = subprocess.run(dltui_command("agent", "--listen", "127.0.0.1:0", "--cpu", cpu),
+                                 capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr

@@ -79,10 +79,10 @@ def test_hostile_addresses_are_usage_errors(hostile, tmp_path):
 def test_the_agent_reads_and_checks_its_config_file(tmp_path, secret_file):
     good = tmp_path / "agent.toml"
     good.write_text(f'listen = "0.0.0.0:7070"\nrate = 5\nsecret_file = "{secret_file}"\n'
-                    "nvml_timeout = 90\n")  # fmt: skip
+                    "nvml_timeout = 90\ncpu = 3\n")  # fmt: skip
     assert load_config(good) == {
         "listen": ("0.0.0.0", 7070), "rate": 5.0, "secret_file": str(secret_file),
-        "nvml_timeout": 90.0,
+        "nvml_timeout": 90.0, "cpu": 3,
     }  # fmt: skip
     bad = tmp_path / "bad.toml"
     for text, words in [
@@ -92,6 +92,8 @@ def test_the_agent_reads_and_checks_its_config_file(tmp_path, secret_file):
         ('rate = "fast"\n', "rate: expected a number"),
         ('log_level = "trace"\n', "log_level: expected one of debug, info, warning"),
         ("nvml_timeout = 0\n", "nvml_timeout: expected seconds in (0, 3600]"),
+        ("cpu = -1\n", 'cpu: expected a CPU number or "any", got -1'),
+        ('cpu = "last"\n', 'cpu: expected a CPU number or "any"'),
         ('stdio = true\nlisten = "127.0.0.1:1"\n', "exclude each other"),
         ("listen = [\n", "not valid TOML"),
     ]:
