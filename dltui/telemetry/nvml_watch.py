@@ -66,7 +66,7 @@ class CallWatch:
         return slot
 
     def returned(self, slot: Slot | None) -> None:
-        """After a call: end this thread if it was given up on while inside it."""
+        """After a call (or a GPU's reads): end this thread if it was given up on inside one."""
         if slot is None or not slot.abandoned:
             return
         if slot.stuck_device is not None:
