@@ -28,7 +28,7 @@ line wins over the file.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from dltui.agent.alerts import RuleError, parse_rules
 from dltui.errors import UsageError
@@ -101,14 +101,21 @@ def _setting(key: str, value: Any) -> Any:
     if key == "nvml_timeout":
         return in_range(value, MAX_NVML_TIMEOUT_S, "seconds")
     if key == "cpu":
-        if value != "any" and (type(value) is not int or value < 0):
-            raise ValueError(f'expected a CPU number or "any", got {quote(value)}')
-        return value
+        return cpu_choice(value)
     if key == "log_level":
         if value not in LOG_LEVELS:
             raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {quote(value)}")
         return value
     return _text(value)  # a path
+
+
+def cpu_choice(value: Any) -> int | Literal["any"]:
+    """`cpu` (`--cpu`): a CPU's number, or "any"; a ValueError that says so otherwise."""
+    if value == "any":
+        return "any"
+    if type(value) is not int or value < 0:
+        raise ValueError(f'expected a CPU number or "any", got {quote(value)}')
+    return value
 
 
 def in_range(value: Any, high: float, unit: str) -> float:

@@ -8,7 +8,13 @@ import ssl
 import sys
 from typing import TYPE_CHECKING, Literal
 
-from dltui.agent.config import MAX_NVML_TIMEOUT_S, METRICS_PORT, data_dirs, load_config
+from dltui.agent.config import (
+    MAX_NVML_TIMEOUT_S,
+    METRICS_PORT,
+    cpu_choice,
+    data_dirs,
+    load_config,
+)
 from dltui.commands.options import add_rate_option, listen_argument, number_argument, secret_option
 from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
@@ -103,11 +109,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 
 def _cpu(text: str) -> int | Literal["any"]:
-    if text == "any":
-        return "any"
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f'expected a CPU number or "any", got {text!r}')
-    return int(text)
+    try:
+        return cpu_choice(int(text) if text.isdigit() else text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _data_dir(text: str) -> str:

@@ -281,10 +281,8 @@ class NvmlGateway:
             try:
                 return take()
             except self._nvml.NVMLError as exc:
-                if self._kind(exc) != "unsupported":
-                    self.errors[name] += 1
-                    raise
-                if len(read.ways) == 1:
+                self._count(name, exc)
+                if len(read.ways) == 1 or self._kind(exc) != "unsupported":
                     raise
                 del read.ways[0]
 
@@ -610,11 +608,15 @@ class NvmlGateway:
         try:
             return function(*args)
         except self._nvml.NVMLError as exc:
-            if self._kind(exc) != "unsupported":
-                self.errors[name] += 1
+            self._count(name, exc)
             raise
         finally:
             self.watch.returned(slot)
+
+    def _count(self, name: str, exc: BaseException) -> None:
+        """A failed call of `name`, counted unless the GPU does not support it."""
+        if self._kind(exc) != "unsupported":
+            self.errors[name] += 1
 
     def _quiet(self, name: str, *args: Any) -> Any:
         """For the inventory: the answer, or None when NVML cannot give it."""
