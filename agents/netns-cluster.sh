@@ -5,11 +5,15 @@
 #   agents/netns-cluster.sh up N                 namespaces PREFIX-1..N at SUBNET.11..(10+N)
 #   agents/netns-cluster.sh start N [ARGS...]    an agent in each: dltui agent --listen ADDR:7070 ARGS
 #   agents/netns-cluster.sh cut I | heal I       take host I's link down (a partition) or up
+#   agents/netns-cluster.sh shape I RATE [DELAY] host I's link at RATE each way (tc tbf: 1gbit,
+#                                                300mbit...; DELAY needs netem), or "off"
 #   agents/netns-cluster.sh down N               stop the agents, delete namespaces and bridge
 #
 # Environment: PREFIX (default dltui; at most 10 characters), SUBNET (default 198.18.0, the
 # range set aside for benchmarking), PORT (7070), DLTUI (how to run dltui, default "dltui",
-# e.g. "python3 -m dltui"), RUN_DIR (agent logs and pids, default /tmp/PREFIX-netns).
+# e.g. "python3 -m dltui"), RUN_DIR (agent logs and pids, default /tmp/PREFIX-netns), CPU_QUOTA
+# (each host's agent and everything it starts held to this many CPUs, e.g. 0.5, through a
+# cgroup of its own: hosts on one machine then compute as separate machines would).
 set -euo pipefail
 
 PREFIX=${PREFIX:-dltui}
@@ -19,7 +23,7 @@ DLTUI=${DLTUI:-dltui}
 RUN_DIR=${RUN_DIR:-/tmp/$PREFIX-netns}
 BRIDGE=$PREFIX-br
 
-usage() { sed -n '2,14p' "$0" >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" >&2; exit 2; }
 count() { [[ ${1:-} =~ ^[1-9][0-9]?$ ]] || usage; echo "$1"; }
 address() { echo "$SUBNET.$((10 + $1))"; }
 
@@ -51,12 +55,79 @@ start() {
     local n; n=$(count "${1:-}"); shift
     mkdir -p "$RUN_DIR"
     for i in $(seq 1 "$n"); do
-        # $DLTUI is split into words on purpose ("python3 -m dltui"); the rest is argv.
-        # shellcheck disable=SC2086
-        ip netns exec "$PREFIX-$i" setsid $DLTUI agent --listen "$(address "$i"):$PORT" "$@" \
-            >"$RUN_DIR/agent-$i.log" 2>&1 </dev/null &
+        local join="" group
+        if [ -n "${CPU_QUOTA:-}" ]; then
+            group=$(cpu_group "$i")
+            join="echo \$\$ >$group/cgroup.procs && "
+        fi
+        # $DLTUI is split into words on purpose ("python3 -m dltui"); the rest is argv. The
+        # shell joins the host's cgroup before `ip netns exec` (which hides /sys/fs/cgroup), so
+        # the agent and its workers start inside it.
+        setsid sh -c "${join}exec ip netns exec $PREFIX-$i $DLTUI agent \"\$@\"" agent \
+            --listen "$(address "$i"):$PORT" "$@" >"$RUN_DIR/agent-$i.log" 2>&1 </dev/null &
         echo $! >"$RUN_DIR/agent-$i.pid"
     done
+}
+
+# A cgroup per host with CPU_QUOTA CPUs (v1's cpu controller, or v2's cpu.max), and a large
+# weight, so that other work on the machine cannot take the host's quota from it.
+cpu_group() {
+    local period=100000 quota
+    quota=$(awk -v q="$CPU_QUOTA" 'BEGIN { if (q + 0 <= 0) exit 1; printf "%d", q * 100000 }') \
+        || { echo "CPU_QUOTA must be a positive number of CPUs" >&2; exit 2; }
+    if [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+        local dir=/sys/fs/cgroup/cpu/$PREFIX-$1
+        mkdir -p "$dir"
+        echo "$period" >"$dir/cpu.cfs_period_us"
+        echo "$quota" >"$dir/cpu.cfs_quota_us"
+        echo 10240 >"$dir/cpu.shares"  # its quota even on a busy machine (ten times a task's)
+    else
+        local dir=/sys/fs/cgroup/$PREFIX-$1
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+        mkdir -p "$dir"
+        echo "$quota $period" >"$dir/cpu.max"
+        echo 1000 >"$dir/cpu.weight"
+    fi
+    echo "$dir"
+}
+
+# Both directions of host I's link: the bridge side's egress is what the host receives, the
+# namespace side's what it sends. tbf holds a rate; a delay needs netem, which not every
+# kernel has (the script says so rather than run unshaped).
+shape() {
+    local i; i=$(count "${1:-}")
+    local rate=${2:-}; local delay=${3:-}
+    [ -n "$rate" ] || usage
+    local outside=$PREFIX-$i-h
+    if [ "$rate" = off ]; then
+        tc qdisc del dev "$outside" root 2>/dev/null || true
+        ip netns exec "$PREFIX-$i" tc qdisc del dev eth0 root 2>/dev/null || true
+        return
+    fi
+    local bits; bits=$(rate_bits "$rate")
+    # A burst of 4 ms at the rate (at least 16 KB): enough for the timer's granularity,
+    # small enough that the rate holds over a transfer of a few hundred KB.
+    local burst=$((bits / 8 / 250 > 16384 ? bits / 8 / 250 : 16384))
+    local qdisc=(tbf rate "$rate" burst "$burst" latency 200ms)
+    if [ -n "$delay" ]; then
+        modprobe sch_netem 2>/dev/null || true
+        tc qdisc replace dev "$outside" root handle 1: netem delay "$delay" 2>/dev/null \
+            || { echo "this kernel has no netem: a delay cannot be set (rate only)" >&2; exit 3; }
+        tc qdisc replace dev "$outside" parent 1: handle 2: "${qdisc[@]}"
+        ip netns exec "$PREFIX-$i" tc qdisc replace dev eth0 root handle 1: netem delay "$delay"
+        ip netns exec "$PREFIX-$i" tc qdisc replace dev eth0 parent 1: handle 2: "${qdisc[@]}"
+        return
+    fi
+    tc qdisc replace dev "$outside" root "${qdisc[@]}"
+    ip netns exec "$PREFIX-$i" tc qdisc replace dev eth0 root "${qdisc[@]}"
+}
+
+rate_bits() {
+    awk -v r="$1" 'BEGIN {
+        n = r + 0; u = tolower(substr(r, length(n "") + 1))
+        m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : (u == "gbit") ? 1e9 : (u == "bit") ? 1 : 0
+        if (n <= 0 || m == 0) { print "a rate is a number and kbit, mbit or gbit: " r > "/dev/stderr"; exit 1 }
+        printf "%d", n * m }' || exit 2
 }
 
 link() { ip link set "$PREFIX-$(count "${1:-}")-h" "$2"; }
@@ -71,6 +142,11 @@ down() {
         ip link del "$PREFIX-$i-h" 2>/dev/null || true
         ip netns del "$PREFIX-$i" 2>/dev/null || true
         rm -rf "/etc/netns/$PREFIX-$i"
+        # A cgroup goes once its processes have: the agent's workers may take a moment.
+        for dir in "/sys/fs/cgroup/cpu/$PREFIX-$i" "/sys/fs/cgroup/$PREFIX-$i"; do
+            [ -d "$dir" ] || continue
+            for _ in $(seq 50); do rmdir "$dir" 2>/dev/null && break; sleep 0.1; done
+        done
     done
     ip link del "$BRIDGE" 2>/dev/null || true
 }
@@ -80,6 +156,7 @@ case "${1:-}" in
     start) shift; start "$@" ;;
     cut) link "${2:-}" down ;;
     heal) link "${2:-}" up ;;
+    shape) shape "${2:-}" "${3:-}" "${4:-}" ;;
     down) down "${2:-}" ;;
     *) usage ;;
 esac

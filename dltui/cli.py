@@ -27,6 +27,7 @@ COMMANDS = {
     "replay": "dltui.commands.replay",
     "export": "dltui.commands.export",
     "report": "dltui.commands.report",
+    "predict": "dltui.commands.predict",
     "serve": "dltui.commands.serve",
 }
 TUI = "dltui.commands.tui"

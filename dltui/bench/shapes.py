@@ -247,7 +247,13 @@ _TINY: dict[str, tuple[Case, ...]] = {
         ConvCase(4, 16, 8, 8, 16, 1, 1),
     ),
     "rnn": (RnnCase("vanilla", 64, 4, 8), RnnCase("lstm", 64, 4, 8), RnnCase("gru", 64, 4, 8)),
-    "allreduce": (AllReduceCase(1024), AllReduceCase(262_144)),
+    # 4 KiB to 4 MiB: enough sizes for a link curve's fit (dltui/predict/links.py)
+    "allreduce": (
+        AllReduceCase(1024),
+        AllReduceCase(32_768),
+        AllReduceCase(262_144),
+        AllReduceCase(1_048_576),
+    ),
 }
 _BANDWIDTH_SIZES = {
     "tiny": (MiB, 4 * MiB),

@@ -13,6 +13,8 @@ import json
 import os
 from typing import Any
 
+from dltui.bench.cpus import usable_cpus
+
 CPU_REPLICAS = 2
 """Replicas on a server without GPUs when the job asks for "all"."""
 
@@ -26,6 +28,9 @@ def start(device: str, workers: list[str] | None, task: int) -> tuple[Any, list[
         os.environ["TF_CONFIG"] = json.dumps(cluster)
     import tensorflow as tf
 
+    threads = usable_cpus()  # a quota of fewer CPUs than the machine has (a container's)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
     if device == "cpu":
         tf.config.set_visible_devices([], "GPU")
     gpus = tf.config.list_physical_devices("GPU")

@@ -231,19 +231,30 @@ def _same(key: str, found: str | None, wanted: str) -> bool:
     return found == wanted or (key == "shape" and found.split()[0] == wanted)
 
 
+def bench_results(
+    path: str | os.PathLike[str], what: str = "results"
+) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+    """The (server, result) pairs of a `dltui bench --json` file; PlanError says why a file
+    cannot be read as one."""
+    try:
+        document = json.loads(read_bounded(path, what, MAX_BASELINE_BYTES))
+        kernels = [(str(row.get("server", "")), build(KernelResult, row, f"{what} result"))
+                   for row in document["results"]]  # fmt: skip
+        models = [(str(row.get("server", "")), build(ModelResult, row, f"{what} model"))
+                  for row in document["models"]]  # fmt: skip
+    except FileProblem as exc:
+        raise PlanError(str(exc)) from None
+    except (ValueError, KeyError, TypeError, AttributeError, ProtocolError) as exc:
+        raise PlanError(f"{what} {name_of(path)}: not a dltui bench --json file ({exc})") from None
+    return kernels, models
+
+
 def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     """The rates of a `dltui bench --json` file, for ratios against a chosen baseline;
     PlanError says why a file cannot be one."""
-    try:
-        document = json.loads(read_bounded(path, "baseline", MAX_BASELINE_BYTES))
-        kernels = [build(KernelResult, row, "baseline result") for row in document["results"]]
-        models = [build(ModelResult, row, "baseline model") for row in document["models"]]
-    except FileProblem as exc:
-        raise PlanError(str(exc)) from None
-    except (ValueError, KeyError, TypeError, ProtocolError) as exc:
-        raise PlanError(
-            f"baseline {name_of(path)}: not a dltui bench --json file ({exc})"
-        ) from None
+    pairs, model_pairs = bench_results(path, "baseline")
+    kernels = [result for _, result in pairs]
+    models = [result for _, result in model_pairs]
     found: Baseline = {}
     for result in kernels:
         if (rate := kernel_rate(result)) is not None and result.error is None:

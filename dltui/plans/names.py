@@ -16,7 +16,11 @@ sees them (a GPU at its power cap clocks lower on them)."""
 TUNINGS = ("searched", "default")
 """searched: the fastest algorithm and layout per pass (cudnnFind's way); default: the
 framework's own choice."""
-MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
+WHITEPAPER_MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
+"""The whitepaper's four ImageNet CNNs: the "all models" plan."""
+MODELS = (*WHITEPAPER_MODELS, "resnet20")
+"""resnet20: He et al.'s CIFAR ResNet (0.27 M parameters), a small network whose gradient is
+small beside its work, for CPUs and for checking `dltui predict` on shaped networks."""
 MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 """fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""
 

@@ -26,12 +26,14 @@ forward+backward."""
 
 CPU_WARMUP, CPU_STEPS = 2, 10
 """Training steps on a CPU by default (a GPU's are the plan's: 10 and 100)."""
-CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32}
+CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32, "resnet20": 32}
 """Images per process and step on a CPU by default: a step of a second or two on a few cores
 (tf_cnn_benchmarks' batch of 512 makes an AlexNet step on two cores take most of a minute)."""
 
-TRAIN_GFLOP = {"resnet50": 3 * 4.1, "vgg16": 3 * 15.5, "googlenet": 3 * 1.5, "alexnet": 3 * 0.72}
-"""A training step's work per 224-pixel image: three times the forward pass."""
+TRAIN_GFLOP = {"resnet50": 3 * 4.1, "vgg16": 3 * 15.5, "googlenet": 3 * 1.5, "alexnet": 3 * 0.72,
+               "resnet20": 3 * 2.0}  # fmt: skip
+"""A training step's work per 224-pixel image: three times the forward pass (ResNet-20's 41
+MFLOP at 32 pixels, times 49)."""
 
 STARTUP_S = {"gpu": 20.0, "cpu": 8.0}
 """Starting the worker: the framework's import, the device, the first compile."""

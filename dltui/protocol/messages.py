@@ -272,6 +272,40 @@ class ModelPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class StepProfile:
+    """One training step taken apart, as the what-if predictor needs it (dltui/predict): how
+    big each gradient is and when backward made it ready, measured on one replica.
+
+    Times are fractions of the profiled step, so they scale with the result's own timed step:
+    the profiled steps carry the hooks that take the times, the timed steps do not.
+    """
+
+    forward: float
+    """Where forward ended (the loss computed), as a fraction of the step."""
+    backward: float
+    """Where backward ended (the last gradient ready); the rest is the optimizer's."""
+    gradient_bytes: list[int] = field(default_factory=list)
+    """Each gradient tensor's size, in the order backward made them ready."""
+    ready: list[float] = field(default_factory=list)
+    """When each was ready, as a fraction of the step; empty where the framework cannot say
+    (then nothing can overlap: `overlap` is False)."""
+    params: int = 0
+    """Trainable parameters."""
+    bucket_bytes: int = 0
+    """The framework's all-reduce bucket cap (DDP: 25 MiB); 0: one all-reduce of everything."""
+    first_bucket_bytes: int = 0
+    """DDP's first bucket is smaller (1 MiB), so communication starts early."""
+    overlap: bool = False
+    """Whether the framework all-reduces a bucket while backward goes on (DDP, Horovod) or
+    only after backward (TensorFlow's MultiWorkerMirroredStrategy)."""
+    collective: str = ""
+    """The engine that all-reduces the gradients: "gloo", "nccl", "tensorflow"."""
+    method: str = ""
+    """How the times were taken: "hooks" (a hook per gradient; CUDA events on a GPU) or
+    "sizes" (the gradients' sizes only)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelResult:
     """One training run: throughput over the timed steps, or time to a target accuracy."""
 
@@ -315,6 +349,9 @@ class ModelResult:
     others: str | None = None
     """Someone else's work on the server's GPUs while it ran, in words ("user alice (job
     41233) on GPU 0"); None when there was none (a run forced onto busy GPUs says so)."""
+    profile: StepProfile | None = None
+    """One step taken apart (gradients, when each was ready), for `dltui predict`; None in
+    results from before profiles, and in time-to-accuracy runs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dltui.formatting import size_words
 from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
-from dltui.plans.names import MODELS
+from dltui.plans.names import WHITEPAPER_MODELS
 from dltui.plans.placement import sweep_counts, sweep_sets
 from dltui.plans.topology import gpu_names
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
@@ -93,7 +93,7 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     elif choice.plan == "full":
         plan = replace(kernels, shape_set="full", kinds=["gemm", "conv", "rnn", "bandwidth"])
     elif choice.plan == "models":
-        plan = replace(models, models=list(MODELS))
+        plan = replace(models, models=list(WHITEPAPER_MODELS))
     elif choice.plan == "scale_up":
         if len(inventories) != 1:
             raise PlanError("a scale-up sweep runs on one server: choose exactly one")

@@ -61,6 +61,8 @@ class AllReduceJob:
     max_seconds: float
     timeout_s: float
     """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
+    servers: int = 1
+    """Servers the ranks span: a link curve between servers needs to know (dltui predict)."""
 
     def budget(self, on_gpu: bool) -> Budget:
         warmup = self.warmup if self.warmup is not None else GPU_WARMUP if on_gpu else CPU_WARMUP
@@ -100,6 +102,7 @@ def run_allreduce(
     job = AllReduceJob(
         plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
+        role.servers if role is not None else 1,
     )  # fmt: skip
     placement = _placement(plan, device, ranks) if role is None and problem is None else None
     if placement is not None:
@@ -192,6 +195,7 @@ def allreduce_result(
     error: str | None = None,
 ) -> KernelResult:
     """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error."""
+    span = {"servers": job.servers} if job.servers > 1 else {}
     result = KernelResult(
         kind="allreduce",
         framework=job.framework,
@@ -199,7 +203,7 @@ def allreduce_result(
         precision="fp32",
         direction="allreduce",
         shape=f"{case.label} ×{ranks}" if ranks else case.label,
-        params={**case.params, "ranks": ranks} if ranks else case.params,
+        params={**case.params, "ranks": ranks, **span} if ranks else case.params,
         error=error,
     )
     if not times:

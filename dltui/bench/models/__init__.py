@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from dltui.plans.sizing import CPU_BATCH
 
-TF_CNN_BATCH = {"resnet50": 64, "vgg16": 64, "googlenet": 32, "alexnet": 512}
+TF_CNN_BATCH = {"resnet50": 64, "vgg16": 64, "googlenet": 32, "alexnet": 512, "resnet20": 128}
 """tf_cnn_benchmarks' default batch per GPU: comparable with its published figures, and the
-least a GPU gets."""
+least a GPU gets (ResNet-20: its paper's CIFAR batch)."""
 
-GPU_BATCH = {"resnet50": 1024, "vgg16": 256, "googlenet": 1024, "alexnet": 2048}
+GPU_BATCH = {"resnet50": 1024, "vgg16": 256, "googlenet": 1024, "alexnet": 2048, "resnet20": 1024}
 """The default batch per GPU on an H200 (141 GB): the fastest measured, bf16 and compiled
 (docs/results/models-h200.md). A GPU with less memory gets it scaled down (`default_batch`)."""
 H200_MEMORY = 141 * 10**9
 
-MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67}
+MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67, "resnet20": 8}
 """The smallest image each network takes: AlexNet's three unpadded max-pools need 67 pixels."""
 
 

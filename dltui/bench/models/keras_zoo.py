@@ -1,5 +1,6 @@
 """The four CNNs in TensorFlow: ResNet-50 and VGG-16 from keras.applications (no downloaded
-weights), GoogLeNet (Inception v1) and AlexNet as tf_cnn_benchmarks defines them.
+weights), GoogLeNet (Inception v1) and AlexNet as tf_cnn_benchmarks defines them; and the small
+CIFAR ResNet-20 as torch_zoo builds it.
 
 tf_cnn_benchmarks' convolutions carry a bias and a ReLU and no batch norm for these two; its
 AlexNet takes 227-pixel images (224 + 3, for its unpadded first convolution), its GoogLeNet ends
@@ -57,6 +58,8 @@ def build(name: str, classes: int, size: int, channels_last: bool = True) -> Any
         x = layers.Flatten(data_format=data_format)(max_pool(x))
         for _ in range(2):
             x = layers.Dropout(0.5)(layers.Dense(4096, activation="relu")(x))
+    elif name == "resnet20":
+        x = _resnet20(keras, inputs, data_format)
     elif name == "googlenet":
         axis = -1 if channels_last else 1
         x = conv(inputs, 64, 7, 2)
@@ -76,3 +79,27 @@ def build(name: str, classes: int, size: int, channels_last: bool = True) -> Any
         raise ValueError(f"unknown model {name!r}")
     outputs = layers.Dense(classes, dtype="float32")(x)
     return keras.Model(inputs, outputs, name=name)
+
+
+def _resnet20(keras: Any, inputs: Any, data_format: str) -> Any:
+    """He et al.'s CIFAR ResNet-20, as torch_zoo builds it: convolutions without bias, batch
+    norm, a 1×1 projection where the shape changes."""
+    layers = keras.layers
+    axis = -1 if data_format == "channels_last" else 1
+
+    def conv_bn(x: Any, filters: int, kernel: int, stride: int = 1, relu: bool = True) -> Any:
+        x = layers.Conv2D(filters, kernel, stride, "same", data_format=data_format,
+                          use_bias=False)(x)  # fmt: skip
+        x = layers.BatchNormalization(axis=axis, epsilon=1e-5)(x)
+        return layers.ReLU()(x) if relu else x
+
+    x = conv_bn(inputs, 16, 3)
+    cin = 16
+    for width, stride in ((16, 1), (32, 2), (64, 2)):
+        for block in range(3):
+            step = stride if block == 0 else 1
+            shortcut = x if step == 1 and cin == width else conv_bn(x, width, 1, step, False)
+            body = conv_bn(conv_bn(x, width, 3, step), width, 3, relu=False)
+            x = layers.ReLU()(layers.Add()([body, shortcut]))
+            cin = width
+    return layers.GlobalAveragePooling2D(data_format=data_format)(x)

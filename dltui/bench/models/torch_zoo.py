@@ -1,5 +1,5 @@
-"""The four CNNs in PyTorch, with torchvision's architectures, built here so the benchmark needs
-no torchvision (whose wheels must match the torch build exactly).
+"""The four CNNs in PyTorch, with torchvision's architectures (and the small CIFAR ResNet-20),
+built here so the benchmark needs no torchvision (whose wheels must match the torch build exactly).
 
 ResNet-50 is v1.5 (the stride on the 3×3 convolution), VGG-16 is configuration D without batch
 norm, AlexNet is torchvision's one-tower variant, GoogLeNet is torchvision's Inception v1 with
@@ -20,7 +20,7 @@ def build(name: str, classes: int) -> Any:
     import torch.nn as nn
 
     builders = {"resnet50": _resnet50, "vgg16": _vgg16, "googlenet": _googlenet,
-                "alexnet": _alexnet}  # fmt: skip
+                "alexnet": _alexnet, "resnet20": _resnet20}  # fmt: skip
     model = builders[name](nn, classes)
     for module in model.modules():
         if isinstance(module, nn.Conv2d):
@@ -73,6 +73,36 @@ def _resnet50(nn: Any, classes: int) -> Any:
         for block in range(blocks):
             layers.append(Bottleneck(cin, width, stride if block == 0 else 1))
             cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*layers)
+
+
+def _resnet20(nn: Any, classes: int) -> Any:
+    """He et al.'s CIFAR ResNet-20: three stages of three basic blocks (16, 32, 64 filters),
+    a 1×1 projection where the shape changes."""
+
+    class Basic(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(
+                _conv_bn(nn, cin, cout, 3, stride), _conv_bn(nn, cout, cout, 3, relu=False)
+            )
+            self.shortcut = (
+                _conv_bn(nn, cin, cout, 1, stride, relu=False)
+                if stride != 1 or cin != cout
+                else nn.Identity()
+            )
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x: Any) -> Any:
+            return self.relu(self.body(x) + self.shortcut(x))
+
+    layers: list[Any] = [_conv_bn(nn, 3, 16, 3)]
+    cin = 16
+    for width, stride in ((16, 1), (32, 2), (64, 2)):
+        for block in range(3):
+            layers.append(Basic(cin, width, stride if block == 0 else 1))
+            cin = width
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
     return nn.Sequential(*layers)
 

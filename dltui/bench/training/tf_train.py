@@ -11,12 +11,13 @@ Each step is timed by the wall clock up to reading back the loss, which waits fo
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from dltui.bench import tf_strategy
 from dltui.bench.models import keras_zoo
 from dltui.bench.ranks import Reporter, ShouldStop
-from dltui.bench.training import TrainJob
+from dltui.bench.training import TrainJob, profile
 from dltui.bench.training.settings import (
     MOMENTUM,
     WEIGHT_DECAY,
@@ -115,7 +116,7 @@ class _Trainer:
 
     def throughput(self) -> ModelResult | None:
         tf, job, settings = self.tf, self.job, self.settings
-        _, step = self._network(job.classes)
+        model, step = self._network(job.classes)
         distribute = self.strategy.experimental_distribute_values_from_function
         images = distribute(lambda _: tf.random.uniform(self._shape(settings.batch), -1.0, 1.0))
         labels = distribute(
@@ -131,9 +132,18 @@ class _Trainer:
             if done >= job.warmup:
                 times.append(time.perf_counter() - begin)
             self.report.progress((done + 1) / total)
-        return throughput_result(
+        result = throughput_result(
             job, settings, "tensorflow", self.device, self.replicas, self.size, times
         )
+        if self.replicas > 1:  # the one-replica run is the profile
+            return result
+        # The strategies all-reduce once backward is done: the sizes are the whole story.
+        # Backward makes the last layers' gradients first.
+        variables = model.trainable_variables[::-1]
+        sizes = [v.shape.num_elements() * v.dtype.size for v in variables]
+        params = sum(v.shape.num_elements() for v in variables)
+        collective = "nccl" if self.device == "cuda" else "tensorflow"
+        return replace(result, profile=profile.sizes_only(sizes, params, collective))
 
     def to_accuracy(self) -> ModelResult | None:
         """Train on the folder, an epoch at a time, until the held-out top-1 reaches the

@@ -11,14 +11,15 @@ the steps are synchronous and a wall clock suffices. A step's time is the slowes
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from dltui.bench.cpus import usable_cpus
 from dltui.bench.models import torch_zoo
 from dltui.bench.ranks import Reporter, ShouldStop, join_process_group
-from dltui.bench.training import TrainJob
+from dltui.bench.training import TrainJob, profile
 from dltui.bench.training.settings import (
     MOMENTUM,
     WEIGHT_DECAY,
@@ -27,7 +28,10 @@ from dltui.bench.training.settings import (
     resolve,
     throughput_result,
 )
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.messages import ModelResult, StepProfile
+
+PROFILED_STEPS = 3
+"""Steps a profile takes the median of."""
 
 
 def train(
@@ -53,7 +57,8 @@ def train(
     else:
         device = torch.device("cpu")
         settings = resolve(job, None)
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+        # The CPUs this host lets it use, shared by the ranks on this host.
+        torch.set_num_threads(max(1, usable_cpus() // max(1, world // job.servers)))
     tf32 = settings.precision == "tf32"  # fp32 means fp32: TF32 only when asked for
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
@@ -88,8 +93,11 @@ class _Trainer:
             torch.channels_last if settings.channels_last else torch.contiguous_format
         )
 
-    def _network(self, classes: int) -> tuple[Any, Callable[[Any, Any], Any]]:
-        """The model and its training step: forward under autocast, backward, SGD."""
+    def _network(
+        self, classes: int
+    ) -> tuple[Any, Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
+        """The model, its training step (forward under autocast, backward, SGD), and the same
+        step on the bare model: eager, without DDP (what a profile times)."""
         torch, settings = self.torch, self.settings
         model = torch_zoo.build(self.job.model, classes)
         model = model.to(self.device, memory_format=self.memory_format)
@@ -113,20 +121,23 @@ class _Trainer:
         scaler = torch.amp.GradScaler(self.device.type) if half is torch.float16 else None
         loss_of = torch.nn.functional.cross_entropy
 
-        def step(images: Any, labels: Any) -> Any:
-            with torch.autocast(self.device.type, dtype=half, enabled=half is not None):
-                loss = loss_of(net(images), labels)
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is None:
-                loss.backward()
-                optimizer.step()
-            else:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            return loss
+        def step_of(target: Any) -> Callable[[Any, Any], Any]:
+            def step(images: Any, labels: Any) -> Any:
+                with torch.autocast(self.device.type, dtype=half, enabled=half is not None):
+                    loss = loss_of(target(images), labels)
+                optimizer.zero_grad(set_to_none=True)
+                if scaler is None:
+                    loss.backward()
+                    optimizer.step()
+                else:
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                return loss
 
-        return model, step
+            return step
+
+        return model, step_of(net), step_of(model)
 
     def _slowest(self, values: list[float]) -> list[float]:
         """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
@@ -151,7 +162,7 @@ class _Trainer:
 
     def throughput(self) -> ModelResult | None:
         torch, job, settings = self.torch, self.job, self.settings
-        _, step = self._network(job.classes)
+        model, step, eager_step = self._network(job.classes)
         size = (settings.batch, 3, job.image_size, job.image_size)
         images = torch.randn(size, device=self.device).contiguous(memory_format=self.memory_format)
         labels = torch.randint(0, job.classes, (settings.batch,), device=self.device)
@@ -183,7 +194,49 @@ class _Trainer:
                 self.report.progress((job.warmup + done + 1) / total)
         times = self._slowest(times)
         device = "cuda" if self.on_gpu else "cpu"
-        return throughput_result(job, settings, "torch", device, self.world, job.image_size, times)
+        result = throughput_result(
+            job, settings, "torch", device, self.world, job.image_size, times
+        )
+        if self.world > 1:  # DDP's hooks would fire on a bare step: the one-replica run profiles
+            return result
+        return replace(result, profile=self._profile(model, eager_step, images, labels))
+
+    def _profile(self, model: Any, step: Callable[[Any, Any], Any], images: Any,
+                 labels: Any) -> StepProfile | None:  # fmt: skip
+        """Eager steps of the bare model with a hook on each gradient: when backward made it
+        ready. Eager, since a compiled backward hands every gradient over at its end, while
+        DDP's compiled graphs are split at its buckets so that they overlap as eager ones do."""
+        torch = self.torch
+        params = [p for p in model.parameters() if p.requires_grad]
+        clock = _Clock(torch, self.on_gpu)
+        marks: dict[int, Any] = {}
+
+        def mark(key: int) -> Callable[..., None]:
+            return lambda *_: marks.__setitem__(key, clock.now())
+
+        hooks = [p.register_post_accumulate_grad_hook(mark(i)) for i, p in enumerate(params)]
+        hooks.append(model.register_forward_hook(mark(-1)))
+        steps = []
+        try:
+            step(images, labels)  # the eager kernels' first run (cuDNN's search) is not timed
+            for _ in range(PROFILED_STEPS):
+                marks.clear()
+                start = clock.now()
+                step(images, labels)
+                end = clock.now()
+                clock.wait()
+                ready = [clock.seconds(start, marks.get(i, end)) for i in range(len(params))]
+                at_end = clock.seconds(start, end)
+                steps.append((clock.seconds(start, marks[-1]), max(ready), ready, at_end))
+        except torch.OutOfMemoryError:  # the compiled batch may not fit eager: no profile
+            return None
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return profile.from_steps(
+            [p.numel() * p.element_size() for p in params], steps,
+            sum(p.numel() for p in params), "nccl" if self.on_gpu else "gloo",
+        )  # fmt: skip
 
     def to_accuracy(self, rank: int) -> ModelResult | None:
         """Train on the folder, an epoch at a time, until the held-out top-1 reaches the
@@ -192,7 +245,7 @@ class _Trainer:
 
         torch, job, settings = self.torch, self.job, self.settings
         data = folder.load(job.data_dir or "", job.image_size, job.holdout)
-        model, step = self._network(len(data.classes))
+        model, step, _ = self._network(len(data.classes))
         train_x = torch.from_numpy(data.train_images).to(self.device)
         train_y = torch.from_numpy(data.train_labels).to(self.device)
         held_x = torch.from_numpy(data.holdout_images).to(self.device)
@@ -249,3 +302,25 @@ class _Trainer:
         model.train()
         right, total = self._sum([float(correct), float(len(images))])
         return right / total if total else 0.0
+
+
+class _Clock:
+    """Moments in a step: CUDA events on a GPU (the host runs ahead of the device), the
+    wall clock on a CPU (each call returns when done)."""
+
+    def __init__(self, torch: Any, on_gpu: bool) -> None:
+        self.torch, self.on_gpu = torch, on_gpu
+
+    def now(self) -> Any:
+        if not self.on_gpu:
+            return time.perf_counter()
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def wait(self) -> None:
+        if self.on_gpu:
+            self.torch.cuda.synchronize()
+
+    def seconds(self, start: Any, moment: Any) -> float:
+        return float(start.elapsed_time(moment) / 1e3 if self.on_gpu else moment - start)

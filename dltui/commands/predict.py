@@ -1,0 +1,199 @@
+"""`dltui predict [FILE ...]`: one bigger server or more servers? Predicted images/s and
+scaling efficiency for layouts of servers × GPUs, from measured results (a one-GPU training
+run's step profile, all-reduce link curves) or a described server, or both."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from dltui.errors import UsageError
+from dltui.predict.answer import NothingToPredict, answer
+from dltui.predict.described import DescriptionError, model, server
+from dltui.predict.model import Layout, parse_layout
+from dltui.predict.whatif import DEFAULT_LAYOUTS, WhatIf
+from dltui.protocol.messages import KernelResult, ModelResult
+
+MAX_DESCRIPTION_BYTES = 64 * 1024
+
+EPILOG = """\
+Measured inputs: `dltui bench models --gpus 1 --json` (or a recording of it) gives the step
+profile; `dltui bench kernels --kind allreduce --json` on one server gives the curve inside a
+server, across two agents the curve between servers. A described server is a TOML file with
+[server] (gpus, intra_gbps, network_gbit, nics, transport, efficiency, network_latency_us,
+intra_latency_us, name) and [model] (name, batch, images_per_s or step_ms, params,
+gradient_bytes, overlap, bucket_mb) tables, or the same values as options. Every figure is
+predicted, and the lines above the table say what from.
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dltui predict",
+        description="Predict data-parallel training on layouts of servers × GPUs nobody "
+        "measured, from measured results or a described server.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                        help="dltui bench --json files and recordings")  # fmt: skip
+    parser.add_argument(
+        "--model", help="the profiled model to predict (where results hold several)"
+    )
+    default = ",".join(DEFAULT_LAYOUTS)
+    parser.add_argument("--layouts", type=_layouts, metavar="SxG,SxG",
+                        help=f"servers × GPUs each (default {default})")  # fmt: skip
+    parser.add_argument("--target-efficiency", type=_share, metavar="E",
+                        help="also the network each layout needs to reach E (0-1) of one GPU's "
+                        "images/s per GPU")  # fmt: skip
+    parser.add_argument("--server", type=Path, metavar="TOML", help="a described server")
+    parser.add_argument("--json", metavar="OUT", help="write the table as JSON ('-': stdout)")
+    described = parser.add_argument_group("a described server (instead of, or over, --server)")
+    for flag, kind, words in (
+        ("--gpus-per-server", int, "GPUs in one server"),
+        ("--intra-gbps", float, "bus bandwidth inside a server, GB/s (nccl-tests busbw)"),
+        ("--network-gbit", float, "line rate of a server's NIC, Gbit/s"),
+        ("--nics", int, "NICs per server"),
+        ("--transport", str, "rdma or tcp"),
+        ("--efficiency", float, "share of the line rate an all-reduce gets"),
+        ("--network-latency-us", float, "latency of a ring step between servers, µs"),
+        ("--images-per-s", float, "one GPU's images/s on the model"),
+        ("--step-ms", float, "one GPU's step time, ms"),
+        ("--batch", int, "images per GPU per step"),
+        ("--params", float, "the model's parameters"),
+        ("--gradient-bytes", float, "bytes per gradient value (4: fp32, 2: 16-bit)"),
+    ):
+        described.add_argument(flag, type=kind, help=words)
+    described.add_argument(
+        "--no-overlap", action="store_true",
+        help="the framework all-reduces only after backward (TensorFlow)",
+    )  # fmt: skip
+    return parser
+
+
+SERVER_FLAGS = {"gpus_per_server": "gpus", "intra_gbps": "intra_gbps",
+                "network_gbit": "network_gbit", "nics": "nics", "transport": "transport",
+                "efficiency": "efficiency", "network_latency_us": "network_latency_us"}  # fmt: skip
+MODEL_FLAGS = {"images_per_s": "images_per_s", "step_ms": "step_ms", "batch": "batch",
+               "params": "params", "gradient_bytes": "gradient_bytes"}  # fmt: skip
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(argv)
+    kernels, models = _results(args.files)
+    tables = _description(args.server)
+    server_values = tables.get("server", {}) | _flags(args, SERVER_FLAGS)
+    model_values = tables.get("model", {}) | _flags(args, MODEL_FLAGS)
+    if args.no_overlap:
+        model_values["overlap"] = False
+    if model_values and "name" not in model_values and args.model:
+        model_values["name"] = args.model
+    try:
+        described_server = server(server_values) if server_values else None
+        described_model = model(model_values) if model_values else None
+        table = answer(kernels, models, args.model, described_server, described_model,
+                       args.layouts, args.target_efficiency)  # fmt: skip
+    except (DescriptionError, NothingToPredict) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json == "-":
+        print(json.dumps(table.to_plain(), indent=2))
+        return 0
+    if args.json:
+        Path(args.json).write_text(json.dumps(table.to_plain(), indent=2) + "\n")
+    print("\n".join(lines(table)))
+    return 0
+
+
+def lines(table: WhatIf) -> list[str]:
+    """The table as text, each figure marked predicted, with what it came from."""
+    out = [f"# predicted: {table.workload.model}, batch {table.workload.batch} per GPU"]
+    out += [f"# {source}" for source in table.sources]
+    header = ["layout", "GPUs", "step", "images/s", "eff/GPU", "eff/server", "comm wait"]
+    if any(row.measured_images_per_s for row in table.rows):
+        header += ["measured", "error"]
+    if table.target is not None:
+        header.append(f"net for {table.target:.0%}")
+    rows = [header]
+    for row in table.rows:
+        p = row.prediction
+        if p.missing:
+            rows.append([str(p.layout), str(p.layout.total), p.missing])
+            continue
+        cells = [str(p.layout), f"{p.layout.total:,}", f"{p.step_s * 1e3:.4g} ms",
+                 f"{p.images_per_s:,.4g}", f"{p.efficiency_vs_gpu:.1%}",
+                 f"{row.efficiency_vs_server:.1%}" if row.efficiency_vs_server else "–",
+                 f"{p.waiting_share:.0%}"]  # fmt: skip
+        if len(header) > 7 and header[7] == "measured":
+            measured = row.measured_images_per_s
+            cells += [f"{measured:,.4g}" if measured else "–",
+                      f"{row.error:+.1%}" if row.error is not None else "–"]  # fmt: skip
+        if table.target is not None:
+            cells.append(_network(row.network_gbit))
+        rows.append(cells)
+    widths = [max(len(r[i]) for r in rows if i < len(r) and len(r) > 3) for i in range(len(header))]
+    for cells in rows:
+        if len(cells) == 3:
+            out.append(f"{cells[0]:<{widths[0]}}  {cells[1]:>{widths[1]}}  {cells[2]}")
+            continue
+        pairs = enumerate(zip(cells, widths, strict=True))
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs))
+    return out
+
+
+def _network(gbit: float | None) -> str:
+    if gbit is None:
+        return "unreachable"
+    return "none needed" if gbit == 0 else f"{gbit:,.3g} Gbit/s"
+
+
+def _results(
+    paths: list[Path],
+) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+    from dltui.plans.assertions import bench_results
+    from dltui.recording.results import recorded_results
+
+    kernels: list[tuple[str, KernelResult]] = []
+    models: list[tuple[str, ModelResult]] = []
+    for path in paths:
+        found = bench_results(path) if path.suffix == ".json" else recorded_results(path)
+        kernels += found[0]
+        models += found[1]
+    return kernels, models
+
+
+def _description(path: Path | None) -> dict[str, dict[str, Any]]:
+    if path is None:
+        return {}
+    from dltui.userfiles import load_toml
+
+    document = load_toml(path, "server description", MAX_DESCRIPTION_BYTES)
+    unknown = sorted(set(document) - {"server", "model"})
+    if unknown:
+        raise UsageError(f"{path}: unknown table [{unknown[0]}] (known: [server], [model])")
+    if not all(isinstance(table, dict) for table in document.values()):
+        raise UsageError(f"{path}: [server] and [model] are tables")
+    return document
+
+
+def _flags(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:
+    return {key: getattr(args, flag) for flag, key in names.items()
+            if getattr(args, flag) is not None}  # fmt: skip
+
+
+def _layouts(text: str) -> list[Layout]:
+    try:
+        return [parse_layout(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1, not {text!r}")
+    return value

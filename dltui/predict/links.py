@@ -1,0 +1,109 @@
+"""Link curves: how long an all-reduce takes against its size, per link level.
+
+A curve is the alpha-beta model of a ring (the NCCL and Gloo engines' own): each of the
+2(n−1) steps of a ring all-reduce over n ranks costs a latency α, and each rank moves
+2(n−1)/n of the message over a bus bandwidth B, so t = 2(n−1)·α + 2(n−1)/n · bytes ÷ B (B is
+what nccl-tests calls busbw at large sizes). Fitted to measured all-reduce times by least
+squares on relative error, so a 4 KiB point counts as much as a 64 MiB one; the fit's error is
+kept and shown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+INTRA = "intra"
+"""Between the GPUs (or processes) of one server: NVLink, PCIe, shared memory."""
+INTER = "inter"
+"""Between servers: the network."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCurve:
+    level: str
+    """INTRA or INTER."""
+    alpha_s: float
+    """Latency per ring step."""
+    busbw: float
+    """Bus bandwidth, bytes/s."""
+    source: str
+    """What it came from, in words: "measured: gloo all-reduce, 2 servers, 6 sizes" or
+    "described: 100 Gbit/s RDMA at 90%"."""
+    error: float | None = None
+    """The fit's largest relative error over its points; None where nothing was fitted."""
+    points: int = 0
+    efficiency: float = 1.0
+    """The share of a described link's line rate `busbw` is (measured: 1, it is what the link
+    gave)."""
+
+    def ring(self, ranks: int, nbytes: float) -> float:
+        """An all-reduce of `nbytes` over `ranks` ranks on this link."""
+        if ranks <= 1:
+            return 0.0
+        steps = 2 * (ranks - 1)
+        return steps * self.alpha_s + steps / ranks * nbytes / self.busbw
+
+    def half_ring(self, ranks: int, nbytes: float) -> float:
+        """A reduce-scatter, or an all-gather: half a ring all-reduce."""
+        return self.ring(ranks, nbytes) / 2
+
+    def with_busbw(self, busbw: float) -> LinkCurve:
+        return LinkCurve(self.level, self.alpha_s, busbw, self.source, None, 0, self.efficiency)
+
+    @property
+    def line_gbit(self) -> float:
+        """The line rate, Gbit/s, that gives this bus bandwidth."""
+        return self.busbw / self.efficiency * 8 / 1e9
+
+
+def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: str) -> LinkCurve:
+    """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks.
+
+    t = a + b·bytes by least squares on relative error (weights 1/t²); then α = a / 2(n−1) and
+    B = 2(n−1)/n ÷ b. Needs two sizes at least; a negative intercept (noise at small sizes)
+    is held at zero and the slope refitted.
+    """
+    if ranks < 2:
+        raise ValueError("an all-reduce curve needs two ranks or more")
+    sizes = sorted({size for size, _ in points})
+    if len(sizes) < 2:
+        raise ValueError("a link curve needs all-reduces of two sizes at least")
+    if any(seconds <= 0 for _, seconds in points):
+        raise ValueError("an all-reduce time must be positive")
+    a, b = _weighted_line(points)
+    if a < 0:
+        a = 0.0
+        b = sum(x / t for x, t in points) / sum((x / t) ** 2 for x, t in points)
+    if b <= 0:
+        raise ValueError("all-reduce times do not grow with size: no bandwidth to fit")
+    steps = 2 * (ranks - 1)
+    curve = LinkCurve(level, a / steps, steps / ranks / b, source, None, len(points))
+    worst = max(abs(curve.ring(ranks, x) - t) / t for x, t in points)
+    return LinkCurve(level, curve.alpha_s, curve.busbw, source, worst, len(points))
+
+
+def _weighted_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Intercept and slope minimising Σ((a + b·x − t)/t)²."""
+    w = [1 / t**2 for _, t in points]
+    sw = sum(w)
+    sx = sum(wi * x for wi, (x, _) in zip(w, points, strict=True))
+    st = sum(wi * t for wi, (_, t) in zip(w, points, strict=True))
+    sxx = sum(wi * x * x for wi, (x, _) in zip(w, points, strict=True))
+    sxt = sum(wi * x * t for wi, (x, t) in zip(w, points, strict=True))
+    det = sw * sxx - sx * sx
+    if math.isclose(det, 0.0, abs_tol=1e-300):
+        raise ValueError("a link curve needs all-reduces of two sizes at least")
+    b = (sw * sxt - sx * st) / det
+    return (st - b * sx) / sw, b
+
+
+def described(level: str, gbit_per_s: float, efficiency: float, latency_s: float,
+              source: str) -> LinkCurve:  # fmt: skip
+    """A link from its datasheet: line rate in Gbit/s, the share of it an all-reduce gets,
+    and the latency of one step."""
+    if gbit_per_s <= 0 or not 0 < efficiency <= 1 or latency_s < 0:
+        raise ValueError("a link needs a positive rate, an efficiency in (0, 1], latency ≥ 0")
+    return LinkCurve(level, latency_s, gbit_per_s * 1e9 / 8 * efficiency, source, None, 0,
+                     efficiency)  # fmt: skip

@@ -1,0 +1,73 @@
+"""What the predictor takes from measured results: link curves from all-reduce results and
+workloads from one-GPU training results with a step profile."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dltui.predict import links, workload
+from dltui.predict.links import LinkCurve
+from dltui.predict.workload import Workload
+from dltui.protocol.messages import KernelResult, ModelResult
+
+
+def engine(framework: str, device: str) -> str:
+    """The collective engine a framework uses on a device, as a profile names it."""
+    if device == "cuda":
+        return "nccl"
+    return "gloo" if framework == "torch" else "tensorflow"
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    curves: dict[tuple[str, str], LinkCurve]
+    """(engine, level) → the curve."""
+    workloads: dict[str, Workload]
+    """Model → the workload of its latest one-GPU profile."""
+    problems: list[str]
+    """What could not be used, and why."""
+
+
+def gather(
+    kernels: Sequence[tuple[str, KernelResult]], models: Sequence[tuple[str, ModelResult]]
+) -> Measured:
+    """Curves and workloads from (server, result) pairs, the later result of a kind winning."""
+    problems: list[str] = []
+    groups: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
+    for server, result in kernels:
+        if result.kind != "allreduce" or result.error or result.median_s <= 0:
+            continue
+        ranks = int(result.params.get("ranks", 0))
+        servers = int(result.params.get("servers", 1))
+        floats = int(result.params.get("floats", 0))
+        if ranks < 2 or floats <= 0:
+            continue
+        if 1 < servers < ranks:
+            problems.append(
+                f"{server}: an all-reduce of {ranks} ranks on {servers} servers mixes two link "
+                "levels; a curve between servers needs one rank a server"
+            )
+            continue
+        key = (engine(result.framework, result.device), server, result.device, servers, ranks)
+        groups[key].append((floats * 4.0, result.median_s))
+    curves: dict[tuple[str, str], LinkCurve] = {}
+    for (name, server, device, servers, ranks), points in groups.items():
+        level = links.INTER if servers > 1 else links.INTRA
+        unit = "GPUs" if device == "cuda" else "processes"
+        where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
+        source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
+        try:
+            curves[(name, level)] = links.fit(level, ranks, points, source)
+        except ValueError as exc:
+            problems.append(f"{server}: {exc}")
+    workloads: dict[str, Workload] = {}
+    for server, result in models:
+        if result.profile is None or result.error or result.gpus != 1 or result.servers != 1:
+            continue
+        try:
+            workloads[result.model] = workload.from_result(result, server)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return Measured(curves, workloads, problems)

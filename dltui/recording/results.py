@@ -1,0 +1,35 @@
+"""The benchmark results a recording holds, each with the server that measured it."""
+
+from __future__ import annotations
+
+import os
+
+from dltui.protocol.messages import JobResult, KernelResult, ModelResult, Welcome
+from dltui.recording.reader import RecordingReader
+
+
+def recorded_results(
+    path: str | os.PathLike[str],
+) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+    """(server, result) pairs in the order they were recorded; a server is its hostname, or
+    host@address where two servers share a hostname. A torn tail loses only itself."""
+    kernels: list[tuple[str, KernelResult]] = []
+    models: list[tuple[str, ModelResult]] = []
+    hostnames: dict[str, str] = {}
+    for record in RecordingReader(path):
+        message = record.message
+        if isinstance(message, Welcome):
+            hostnames[record.source] = message.inventory.hostname
+        elif isinstance(message, JobResult):
+            server = _server(record.source, hostnames)
+            if message.result is not None:
+                kernels.append((server, message.result))
+            if message.model is not None:
+                models.append((server, message.model))
+    return kernels, models
+
+
+def _server(source: str, hostnames: dict[str, str]) -> str:
+    name = hostnames.get(source, source)
+    shared = sum(1 for other in hostnames.values() if other == name) > 1
+    return f"{name}@{source}" if shared else name
