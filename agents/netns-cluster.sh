@@ -59,6 +59,9 @@ start() {
         if [ -n "${CPU_QUOTA:-}" ]; then
             group=$(cpu_group "$i")
             join="echo \$\$ >$group/cgroup.procs && "
+            # Inside the namespace /sys/fs/cgroup is out of sight: say the quota in threads.
+            OMP_NUM_THREADS=$(awk -v q="$CPU_QUOTA" 'BEGIN { n = int(q); print (n < 1 ? 1 : n) }')
+            export OMP_NUM_THREADS
         fi
         # $DLTUI is split into words on purpose ("python3 -m dltui"); the rest is argv. The
         # shell joins the host's cgroup before `ip netns exec` (which hides /sys/fs/cgroup), so

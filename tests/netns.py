@@ -40,7 +40,8 @@ def free_subnet(first: int) -> int:
 
 
 class Cluster:
-    def __init__(self, hosts: int, run_dir: Path) -> None:
+    def __init__(self, hosts: int, run_dir: Path, cpu_quota: float | None = None) -> None:
+        """`cpu_quota`: each host's agent and what it starts held to that many CPUs."""
         self.hosts = hosts
         tag = os.getpid() % 10_000
         self.env = os.environ | {
@@ -50,6 +51,8 @@ class Cluster:
             "DLTUI": f"{sys.executable} -m dltui",
             "RUN_DIR": str(run_dir),
         }
+        if cpu_quota is not None:
+            self.env["CPU_QUOTA"] = str(cpu_quota)
         self.run_dir = run_dir
         self._script("up", str(hosts))
 
@@ -74,6 +77,10 @@ class Cluster:
 
     def heal(self, host: int) -> None:
         self._script("heal", str(host))
+
+    def shape(self, host: int, rate: str) -> None:
+        """Host `host`'s link at `rate` each way (tc tbf: "1gbit", "300mbit"; "off")."""
+        self._script("shape", str(host), rate)
 
     def down(self) -> None:
         self._script("down", str(self.hosts))

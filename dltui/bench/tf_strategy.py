@@ -15,6 +15,8 @@ from typing import Any
 
 from dltui.bench.cpus import usable_cpus
 
+PACK_BYTES = 25 * 2**20
+"""Gradients all-reduced together across servers, at most (DDP's bucket cap too)."""
 CPU_REPLICAS = 2
 """Replicas on a server without GPUs when the job asks for "all"."""
 
@@ -43,8 +45,10 @@ def choose(tf: Any, replicas: int, gpus: list[Any], across_servers: bool) -> Any
     """`replicas` per server, 0 meaning every GPU (or CPU_REPLICAS CPU devices)."""
     if across_servers:
         kinds = tf.distribute.experimental.CommunicationImplementation
+        # Packs of a set size, not TensorFlow's own choice, so the step profile can say how
+        # the gradients travel (dltui predict); DDP's bucket size.
         options = tf.distribute.experimental.CommunicationOptions(
-            implementation=kinds.NCCL if gpus else kinds.RING
+            bytes_per_pack=PACK_BYTES, implementation=kinds.NCCL if gpus else kinds.RING
         )
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     count = replicas or len(gpus) or CPU_REPLICAS

@@ -4,8 +4,8 @@ A curve is the alpha-beta model of a ring (the NCCL and Gloo engines' own): each
 2(n−1) steps of a ring all-reduce over n ranks costs a latency α, and each rank moves
 2(n−1)/n of the message over a bus bandwidth B, so t = 2(n−1)·α + 2(n−1)/n · bytes ÷ B (B is
 what nccl-tests calls busbw at large sizes). Fitted to measured all-reduce times by least
-squares on relative error, so a 4 KiB point counts as much as a 64 MiB one; the fit's error is
-kept and shown.
+squares on relative error weighted by time: every size counts, and the sizes that take a
+step's time (the buckets of megabytes) count most. The fit's error is kept and shown.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ class LinkCurve:
 def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: str) -> LinkCurve:
     """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks.
 
-    t = a + b·bytes by least squares on relative error (weights 1/t²); then α = a / 2(n−1) and
-    B = 2(n−1)/n ÷ b. Needs two sizes at least; a negative intercept (noise at small sizes)
-    is held at zero and the slope refitted.
+    t = a + b·bytes by least squares on relative error weighted by time (weights 1/t); then
+    α = a / 2(n−1) and B = 2(n−1)/n ÷ b. Needs two sizes at least; a negative intercept
+    (noise at small sizes) is held at zero and the slope refitted.
     """
     if ranks < 2:
         raise ValueError("an all-reduce curve needs two ranks or more")
@@ -75,7 +75,7 @@ def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: s
     a, b = _weighted_line(points)
     if a < 0:
         a = 0.0
-        b = sum(x / t for x, t in points) / sum((x / t) ** 2 for x, t in points)
+        b = sum(x for x, _ in points) / sum(x * x / t for x, t in points)
     if b <= 0:
         raise ValueError("all-reduce times do not grow with size: no bandwidth to fit")
     steps = 2 * (ranks - 1)
@@ -85,8 +85,8 @@ def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: s
 
 
 def _weighted_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Intercept and slope minimising Σ((a + b·x − t)/t)²."""
-    w = [1 / t**2 for _, t in points]
+    """Intercept and slope minimising Σ(a + b·x − t)²/t."""
+    w = [1 / t for _, t in points]
     sw = sum(w)
     sx = sum(wi * x for wi, (x, _) in zip(w, points, strict=True))
     st = sum(wi * t for wi, (_, t) in zip(w, points, strict=True))

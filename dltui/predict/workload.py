@@ -8,7 +8,6 @@ for a described server: gradients evenly over a backward pass that takes two thi
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, replace
 
 from dltui.protocol.messages import ModelResult
@@ -65,13 +64,14 @@ class Workload:
 
 
 def from_result(result: ModelResult, server: str) -> Workload:
-    """A one-GPU result's workload: its median timed step, its profile's shape."""
+    """A one-GPU result's workload: its mean timed step (images/s is counted over the mean,
+    so a one-GPU prediction is the run itself), its profile's shape."""
     profile = result.profile
-    if profile is None or not result.step_times:
+    if profile is None or not result.images_per_s:
         raise ValueError(f"{server}'s {result.model} result has no step profile")
     if result.gpus != 1 or result.servers != 1:
         raise ValueError("a step profile comes from a run on one GPU (or one process)")
-    step_s = statistics.median(result.step_times)
+    step_s = result.batch / result.images_per_s
     measured = profile.overlap and len(profile.ready) == len(profile.gradient_bytes)
     ready = tuple(f * step_s for f in profile.ready) if measured else ()
     timing = MEASURED if measured else AFTER_BACKWARD
@@ -98,7 +98,7 @@ def described(model: str, batch: int, step_s: float, gradient_bytes: int, overla
     the last two thirds of the step (or all at its end without overlap)."""
     if batch <= 0 or step_s <= 0 or gradient_bytes <= 0:
         raise ValueError("a workload needs a positive batch, step time and gradient size")
-    pieces = ASSUMED_PIECES if overlap else 1
+    pieces = ASSUMED_PIECES
     size = gradient_bytes // pieces
     sizes = tuple([size] * (pieces - 1) + [gradient_bytes - size * (pieces - 1)])
     start = step_s / 3
@@ -116,14 +116,17 @@ def described(model: str, batch: int, step_s: float, gradient_bytes: int, overla
 def buckets(workload: Workload) -> list[tuple[int, float]]:
     """(bytes, ready) of each all-reduce, in order, as DDP makes them: gradients in the order
     they are ready, packed until a bucket's cap (the first one's smaller), each bucket ready
-    with its last gradient. Without overlap: one all-reduce of everything once backward is
-    done (TensorFlow's strategies pack the gradients likewise)."""
-    if not workload.overlap:
-        return [(workload.total_bytes, workload.backward_end_s)]
+    with its last gradient. Without overlap every pack is ready once backward is done
+    (TensorFlow's strategies pack gradients by size likewise); a cap of 0: one all-reduce."""
     found: list[tuple[int, float]] = []
     size, ready = 0, 0.0
     cap = workload.first_bucket_bytes or workload.bucket_bytes
-    for nbytes, at in zip(workload.gradient_bytes, workload.ready_s, strict=True):
+    moments = (
+        workload.ready_s
+        if workload.overlap
+        else [workload.backward_end_s] * len(workload.gradient_bytes)
+    )
+    for nbytes, at in zip(workload.gradient_bytes, moments, strict=True):
         size, ready = size + nbytes, max(ready, at)
         if cap and size >= cap:
             found.append((size, ready))

@@ -46,7 +46,9 @@ def from_steps(
     )
 
 
-def sizes_only(sizes_in_backward_order: Sequence[int], params: int, collective: str) -> StepProfile:
+def sizes_only(
+    sizes_in_backward_order: Sequence[int], params: int, collective: str, pack_bytes: int
+) -> StepProfile:
     """A framework that all-reduces only after backward (TensorFlow's strategies): the sizes
     are all there is to know, and nothing overlaps."""
     return StepProfile(
@@ -54,6 +56,8 @@ def sizes_only(sizes_in_backward_order: Sequence[int], params: int, collective: 
         backward=1.0,
         gradient_bytes=[int(size) for size in sizes_in_backward_order],
         params=params,
+        bucket_bytes=pack_bytes,
+        first_bucket_bytes=pack_bytes,
         overlap=False,
         collective=collective,
         method="sizes",

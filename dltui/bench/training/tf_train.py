@@ -140,10 +140,12 @@ class _Trainer:
         # The strategies all-reduce once backward is done: the sizes are the whole story.
         # Backward makes the last layers' gradients first.
         variables = model.trainable_variables[::-1]
-        sizes = [v.shape.num_elements() * v.dtype.size for v in variables]
+        sizes = [v.shape.num_elements() * tf.as_dtype(v.dtype).size for v in variables]
         params = sum(v.shape.num_elements() for v in variables)
         collective = "nccl" if self.device == "cuda" else "tensorflow"
-        return replace(result, profile=profile.sizes_only(sizes, params, collective))
+        return replace(
+            result, profile=profile.sizes_only(sizes, params, collective, tf_strategy.PACK_BYTES)
+        )
 
     def to_accuracy(self) -> ModelResult | None:
         """Train on the folder, an epoch at a time, until the held-out top-1 reaches the
