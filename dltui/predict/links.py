@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 INTRA = "intra"
 """Between the GPUs (or processes) of one server: NVLink, PCIe, shared memory."""
@@ -37,6 +37,10 @@ class LinkCurve:
     efficiency: float = 1.0
     """The share of a described link's line rate `busbw` is (measured: 1, it is what the link
     gave)."""
+    cpu_alpha_s: float = 0.0
+    cpu_s_per_byte: float = 0.0
+    """CPU time a rank's process spends on an all-reduce (Gloo on CPU processes), per call and
+    per byte it moves: on a CPU device, communication takes this from compute. 0 on GPUs."""
 
     def ring(self, ranks: int, nbytes: float) -> float:
         """An all-reduce of `nbytes` over `ranks` ranks on this link."""
@@ -49,8 +53,14 @@ class LinkCurve:
         """A reduce-scatter, or an all-gather: half a ring all-reduce."""
         return self.ring(ranks, nbytes) / 2
 
+    def ring_cpu(self, ranks: int, nbytes: float) -> float:
+        """The CPU time a rank spends on a ring all-reduce of `nbytes`."""
+        if ranks <= 1:
+            return 0.0
+        return self.cpu_alpha_s + self.cpu_s_per_byte * 2 * (ranks - 1) / ranks * nbytes
+
     def with_busbw(self, busbw: float) -> LinkCurve:
-        return LinkCurve(self.level, self.alpha_s, busbw, self.source, None, 0, self.efficiency)
+        return replace(self, busbw=busbw, error=None, points=0)
 
     @property
     def line_gbit(self) -> float:
@@ -58,7 +68,13 @@ class LinkCurve:
         return self.busbw / self.efficiency * 8 / 1e9
 
 
-def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: str) -> LinkCurve:
+def fit(
+    level: str,
+    ranks: int,
+    points: Sequence[tuple[float, float]],
+    source: str,
+    cpu_points: Sequence[tuple[float, float]] = (),
+) -> LinkCurve:
     """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks.
 
     t = a + b·bytes by least squares on relative error weighted by time (weights 1/t); then
@@ -81,7 +97,24 @@ def fit(level: str, ranks: int, points: Sequence[tuple[float, float]], source: s
     steps = 2 * (ranks - 1)
     curve = LinkCurve(level, a / steps, steps / ranks / b, source, None, len(points))
     worst = max(abs(curve.ring(ranks, x) - t) / t for x, t in points)
-    return LinkCurve(level, curve.alpha_s, curve.busbw, source, worst, len(points))
+    cpu_alpha, cpu_per_byte = _cpu_line(ranks, cpu_points)
+    return replace(curve, error=worst, cpu_alpha_s=cpu_alpha, cpu_s_per_byte=cpu_per_byte)
+
+
+def _cpu_line(ranks: int, points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """CPU seconds per call against the bytes a rank moves, 2(n−1)/n of the message: an
+    ordinary least-squares line, held at or above zero."""
+    if len({x for x, _ in points}) < 2:
+        return 0.0, 0.0
+    moved = [(2 * (ranks - 1) / ranks * x, cpu) for x, cpu in points]
+    n = len(moved)
+    mean_x = sum(x for x, _ in moved) / n
+    mean_y = sum(y for _, y in moved) / n
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in moved) / sum(
+        (x - mean_x) ** 2 for x, _ in moved
+    )
+    slope = max(slope, 0.0)
+    return max(mean_y - slope * mean_x, 0.0), slope
 
 
 def _weighted_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

@@ -36,6 +36,7 @@ def gather(
     """Curves and workloads from (server, result) pairs, the later result of a kind winning."""
     problems: list[str] = []
     groups: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
+    cpu: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
     for server, result in kernels:
         if result.kind != "allreduce" or result.error or result.median_s <= 0:
             continue
@@ -52,22 +53,25 @@ def gather(
             continue
         key = (engine(result.framework, result.device), server, result.device, servers, ranks)
         groups[key].append((floats * 4.0, result.median_s))
+        if result.cpu_s is not None:
+            cpu[key].append((floats * 4.0, result.cpu_s))
     curves: dict[tuple[str, str], LinkCurve] = {}
-    for (name, server, device, servers, ranks), points in groups.items():
+    for key, points in groups.items():
+        name, server, device, servers, ranks = key
         level = links.INTER if servers > 1 else links.INTRA
         unit = "GPUs" if device == "cuda" else "processes"
         where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
         source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
         try:
-            curves[(name, level)] = links.fit(level, ranks, points, source)
+            curves[(name, level)] = links.fit(level, ranks, points, source, cpu[key])
         except ValueError as exc:
             problems.append(f"{server}: {exc}")
     workloads: dict[str, Workload] = {}
-    for server, result in models:
-        if result.profile is None or result.error or result.gpus != 1 or result.servers != 1:
+    for server, model in models:
+        if model.profile is None or model.error or model.gpus != 1 or model.servers != 1:
             continue
         try:
-            workloads[result.model] = workload.from_result(result, server)
+            workloads[model.model] = workload.from_result(model, server)
         except ValueError as exc:
             problems.append(str(exc))
     return Measured(curves, workloads, problems)

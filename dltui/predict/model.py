@@ -90,6 +90,15 @@ def allreduce_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
     )
 
 
+def allreduce_cpu_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
+    """The CPU time one rank spends on that all-reduce (0 where the curves say none)."""
+    servers, gpus = layout.servers, layout.gpus
+    intra, inter = fabric.intra, fabric.inter
+    inside = intra.ring_cpu(gpus, nbytes) if intra is not None else 0.0
+    across = inter.ring_cpu(servers, nbytes) if inter is not None else 0.0
+    return inside + across
+
+
 class MissingLink(ValueError):
     """A layout needs a link level that was neither measured nor described."""
 
@@ -112,16 +121,24 @@ def predict(workload: Workload, layout: Layout, fabric: Fabric) -> Prediction:
 
 
 def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, float]:
-    """The step's time and its communication's, for every GPU alike."""
-    done, total = 0.0, 0.0
+    """The step's time and its communication's, for every GPU alike.
+
+    On a CPU device an all-reduce that starts while backward runs takes its CPU time from
+    backward: backward, and every bucket it has yet to make, ends later by that time over the
+    CPUs the step keeps busy."""
+    done, total, late = 0.0, 0.0, 0.0
+    share = workload.cpu_share
     for nbytes, ready in buckets(workload):
+        start = max(ready + late, done)
         took = allreduce_s(nbytes, layout, fabric)
-        done = max(ready, done) + took
+        if share and start < workload.backward_end_s + late:
+            late += allreduce_cpu_s(nbytes, layout, fabric) / share
+        done = start + took
         total += took
     optimizer = workload.step_s - workload.backward_end_s
     if workload.timing == AFTER_BACKWARD:
         return workload.step_s + total, total
-    return max(workload.backward_end_s, done) + optimizer, total
+    return max(workload.backward_end_s + late, done) + optimizer, total
 
 
 def efficiency_vs_server(prediction: Prediction, one_server: Prediction) -> float | None:

@@ -44,6 +44,9 @@ class Workload:
     """MEASURED, ASSUMED or AFTER_BACKWARD."""
     source: str
     """What it came from, in words."""
+    cpu_share: float | None = None
+    """On a CPU device, the CPUs the step keeps busy: an all-reduce's CPU work while backward
+    runs slows backward by its CPU time over this. None on GPUs."""
 
     @property
     def total_bytes(self) -> int:
@@ -89,6 +92,7 @@ def from_result(result: ModelResult, server: str) -> Workload:
         timing=timing,
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
         f"batch {result.batch}, {step_s * 1e3:.3g} ms a step, {what}",
+        cpu_share=profile.cpu_share,
     )
 
 

@@ -303,6 +303,9 @@ class StepProfile:
     method: str = ""
     """How the times were taken: "hooks" (a hook per gradient; CUDA events on a GPU) or
     "sizes" (the gradients' sizes only)."""
+    cpu_share: float | None = None
+    """On a CPU device, the CPUs the step kept busy (process CPU time ÷ wall time): an
+    all-reduce's own CPU work takes from it while backward runs. None on GPUs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +419,9 @@ class KernelResult:
     """That link's nominal rate each way, GB/s: what `gbps` is measured against."""
     others: str | None = None
     """As ModelResult.others."""
+    cpu_s: float | None = None
+    """CPU time the reporting rank's process spent per iteration, all its threads together
+    (an all-reduce on CPU processes: what communication takes from compute there)."""
 
 
 # --- messages ------------------------------------------------------------------------------

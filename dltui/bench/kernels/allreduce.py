@@ -301,11 +301,15 @@ def allreduce_rank(
                     end.record()
                 sync()
                 times = [begin.elapsed_time(end) / 1e3 for begin, end in events]
+                cpu_s = None
             else:
+                began = time.process_time()
                 times = wall_times(step, count)
+                cpu_s = (time.process_time() - began) / count
             times = slowest(times)
             if rank == 0:
-                on_result(allreduce_result(job, AllReduceCase(floats), job.device, world, times))
+                result = allreduce_result(job, AllReduceCase(floats), job.device, world, times)
+                on_result(replace(result, cpu_s=cpu_s))
     finally:
         dist.destroy_process_group()
 
