@@ -121,11 +121,14 @@ def predict(workload: Workload, layout: Layout, fabric: Fabric) -> Prediction:
 
 
 def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, float]:
-    """The step's time and its communication's, for every GPU alike.
+    """The step's time and its communication's, for every GPU alike; the data-parallel
+    wrapper's measured cost is in every step of more than one GPU.
 
     On a CPU device an all-reduce that starts while backward runs takes its CPU time from
     backward: backward, and every bucket it has yet to make, ends later by that time over the
     CPUs the step keeps busy."""
+    if layout.total == 1:
+        return workload.step_s, 0.0
     done, total, late = 0.0, 0.0, 0.0
     share = workload.cpu_share
     for nbytes, ready in buckets(workload):
@@ -137,8 +140,8 @@ def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, fl
         total += took
     optimizer = workload.step_s - workload.backward_end_s
     if workload.timing == AFTER_BACKWARD:
-        return workload.step_s + total, total
-    return max(workload.backward_end_s + late, done) + optimizer, total
+        return workload.step_s + workload.overhead_s + total, total
+    return max(workload.backward_end_s + late, done) + optimizer + workload.overhead_s, total
 
 
 def efficiency_vs_server(prediction: Prediction, one_server: Prediction) -> float | None:

@@ -47,6 +47,8 @@ class Workload:
     cpu_share: float | None = None
     """On a CPU device, the CPUs the step keeps busy: an all-reduce's CPU work while backward
     runs slows backward by its CPU time over this. None on GPUs."""
+    overhead_s: float = 0.0
+    """What the data-parallel wrapper adds to each step on more than one GPU, measured."""
 
     @property
     def total_bytes(self) -> int:
@@ -57,7 +59,8 @@ class Workload:
         scaled alike (a faster GPU runs each layer faster, the gradients stay the same)."""
         scale = step_s / self.step_s
         return replace(self, batch=batch, step_s=step_s, backward_end_s=self.backward_end_s * scale,
-                       ready_s=tuple(t * scale for t in self.ready_s), source=source)  # fmt: skip
+                       ready_s=tuple(t * scale for t in self.ready_s), source=source,
+                       overhead_s=self.overhead_s * scale)  # fmt: skip
 
     def with_gradient(self, total_bytes: int, bucket_bytes: int) -> Workload:
         """The same gradients in the same order, scaled to `total_bytes` in all."""
@@ -93,6 +96,7 @@ def from_result(result: ModelResult, server: str) -> Workload:
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
         f"batch {result.batch}, {step_s * 1e3:.3g} ms a step, {what}",
         cpu_share=profile.cpu_share,
+        overhead_s=profile.overhead * step_s,
     )
 
 

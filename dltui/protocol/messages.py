@@ -303,6 +303,9 @@ class StepProfile:
     method: str = ""
     """How the times were taken: "hooks" (a hook per gradient; CUDA events on a GPU) or
     "sizes" (the gradients' sizes only)."""
+    overhead: float = 0.0
+    """What the data-parallel wrapper's own machinery adds to a step (DDP's hooks, bucket
+    views, buffer broadcasts), as a fraction of the step: timed over a group of one rank."""
     cpu_share: float | None = None
     """On a CPU device, the CPUs the step kept busy (process CPU time ÷ wall time): an
     all-reduce's own CPU work takes from it while backward runs. None on GPUs."""

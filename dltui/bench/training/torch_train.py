@@ -28,10 +28,13 @@ from dltui.bench.training.settings import (
     resolve,
     throughput_result,
 )
+from dltui.plans.formulas import median
 from dltui.protocol.messages import ModelResult, StepProfile
 
 PROFILED_STEPS = 3
 """Steps a profile takes the median of."""
+OVERHEAD_STEPS = 4
+"""Pairs of steps, bare and wrapped in DDP, whose medians give DDP's own cost."""
 
 
 def train(
@@ -95,9 +98,9 @@ class _Trainer:
 
     def _network(
         self, classes: int
-    ) -> tuple[Any, Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
-        """The model, its training step (forward under autocast, backward, SGD), and the same
-        step on the bare model: eager, without DDP (what a profile times)."""
+    ) -> tuple[Any, Callable[[Any, Any], Any], Callable[[Any], Callable[[Any, Any], Any]]]:
+        """The model, its training step (forward under autocast, backward, SGD), and the
+        same step of another wrapping of the model (what a profile times)."""
         torch, settings = self.torch, self.settings
         model = torch_zoo.build(self.job.model, classes)
         model = model.to(self.device, memory_format=self.memory_format)
@@ -137,7 +140,7 @@ class _Trainer:
 
             return step
 
-        return model, step_of(net), step_of(model)
+        return model, step_of(net), step_of
 
     def _slowest(self, values: list[float]) -> list[float]:
         """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
@@ -162,7 +165,7 @@ class _Trainer:
 
     def throughput(self) -> ModelResult | None:
         torch, job, settings = self.torch, self.job, self.settings
-        model, step, eager_step = self._network(job.classes)
+        model, step, step_of = self._network(job.classes)
         size = (settings.batch, 3, job.image_size, job.image_size)
         images = torch.randn(size, device=self.device).contiguous(memory_format=self.memory_format)
         labels = torch.randint(0, job.classes, (settings.batch,), device=self.device)
@@ -199,7 +202,42 @@ class _Trainer:
         )
         if self.world > 1:  # DDP's hooks would fire on a bare step: the one-replica run profiles
             return result
-        return replace(result, profile=self._profile(model, eager_step, images, labels))
+        found = self._profile(model, step_of(model), images, labels)
+        if found is None:
+            return result
+        overhead = self._wrapper_overhead(model, step_of, images, labels)
+        return replace(result, profile=replace(found, overhead=round(overhead, 6)))
+
+    def _wrapper_overhead(self, model: Any, step_of: Callable[[Any], Callable[[Any, Any], Any]],
+                          images: Any, labels: Any) -> float:  # fmt: skip
+        """What DDP's own machinery adds to a step (its hooks, its bucket views, its buffers),
+        as a fraction of the bare step: DDP over a group of this one rank, so nothing crosses
+        a link, timed step for step against the bare model."""
+        torch = self.torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        backend = "nccl" if self.on_gpu else "gloo"
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            ids = [self.device.index] if self.on_gpu else None
+            wrapped = step_of(DistributedDataParallel(model, device_ids=ids,
+                                                      gradient_as_bucket_view=True))  # fmt: skip
+            bare = step_of(model)
+            clock = _Clock(torch, self.on_gpu)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            wrapped(images, labels)  # DDP builds its buckets on its first step
+            for _ in range(OVERHEAD_STEPS):
+                for is_wrapped, step in ((False, bare), (True, wrapped)):
+                    start = clock.now()
+                    step(images, labels)
+                    end = clock.now()
+                    clock.wait()
+                    times[is_wrapped].append(clock.seconds(start, end))
+        finally:
+            dist.destroy_process_group()
+        bare_s = median(times[False])
+        return max(0.0, median(times[True]) - bare_s) / bare_s
 
     def _profile(self, model: Any, step: Callable[[Any, Any], Any], images: Any,
                  labels: Any) -> StepProfile | None:  # fmt: skip

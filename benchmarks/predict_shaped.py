@@ -1,0 +1,235 @@
+"""`dltui predict` against real data-parallel training on shaped networks.
+
+Hosts are network namespaces (agents/netns-cluster.sh), each with its own address, its link
+shaped with tc (tbf, each way) and its CPU held to a fixed quota through a cgroup, so that the
+hosts compute as separate machines would on a 2-core box. For each link rate, it measures the
+all-reduce curve between two hosts (per framework), then for each workload, interleaved and
+repeated: the one-host profile (one process, `dltui bench models --gpus 1`), and real training
+across 2 and 4 hosts (`--scale-out`). Each multi-host run is predicted by `dltui predict` fed
+only with that repeat's one-host profile and the curve of the same links; the medians over the
+repeats are compared.
+
+    sudo python benchmarks/predict_shaped.py [--rates 1gbit,300mbit,100mbit] [--hosts 2,4]
+        [--repeats 3] [--frameworks torch,tensorflow] [--quota 0.4]
+        [--json docs/results/predict-shaped.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.netns import Cluster, unavailable  # noqa: E402
+
+SECRET = "a-secret-for-shaped-network-runs\n"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training configuration on the CPU, named by what it stresses."""
+
+    name: str
+    framework: str
+    model: str
+    image_size: int
+    batch: int
+
+    def args(self) -> list[str]:
+        return ["--framework", self.framework, "--model", self.model, "--image-size",
+                str(self.image_size), "--batch", str(self.batch), "--classes", "10",
+                "--device", "cpu", "--gpus", "1"]  # fmt: skip
+
+
+WORKLOADS = {
+    # GoogLeNet's 22 MB of gradients beside a step of ~0.1 s: communication dominates.
+    "high": ("googlenet", 32, 4),
+    # ResNet-20's 1.1 MB of gradients beside a step of ~0.5 s: mostly hidden behind backward.
+    "low": ("resnet20", 32, 32),
+}
+
+
+def workloads(frameworks: list[str]) -> list[Workload]:
+    return [Workload(f"{framework} {model} b{batch} ({ratio} gradient/compute)", framework,
+                     model, size, batch)
+            for framework in frameworks
+            for ratio, (model, size, batch) in WORKLOADS.items()]  # fmt: skip
+
+
+class Runner:
+    """The CLI against the cluster's agents, each call's JSON kept in `folder`."""
+
+    def __init__(self, cluster: Cluster, folder: Path, steps: int, warmup: int) -> None:
+        self.cluster, self.folder, self.steps, self.warmup = cluster, folder, steps, warmup
+        self.secret = folder / "secret"
+        self.secret.write_text(SECRET)
+        self.secret.chmod(0o600)
+        self.count = 0
+
+    def _dltui(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "dltui", *args]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:3])}… exited {done.returncode}: {done.stderr}"
+                               f"{self.cluster.log(1)[-2000:]}")  # fmt: skip
+        return done
+
+    def _agents(self, hosts: int) -> list[str]:
+        found = ["--secret-file", str(self.secret)]
+        for host in range(1, hosts + 1):
+            found += ["--agent", self.cluster.address(host)]
+        return found
+
+    def _out(self, what: str) -> Path:
+        self.count += 1
+        return self.folder / f"{self.count:03d}-{what}.json"
+
+    def curve(self, framework: str) -> Path:
+        """All-reduce between hosts 1 and 2, one process each, the tiny set's sizes."""
+        out = self._out(f"curve-{framework}")
+        self._dltui("bench", "kernels", "--framework", framework, "--kind", "allreduce",
+                    "--set", "tiny", "--device", "cpu", "--gpus", "1", "--max-seconds", "1",
+                    *self._agents(2), "--json", str(out))  # fmt: skip
+        return out
+
+    def train(self, workload: Workload, hosts: int) -> Path:
+        out = self._out(f"{workload.framework}-{workload.model}-{hosts}hosts")
+        across = ["--scale-out", "--no-baseline"] if hosts > 1 else []
+        self._dltui("bench", "models", *workload.args(), "--warmup", str(self.warmup),
+                    "--steps", str(self.steps), *across, *self._agents(hosts), "--json",
+                    str(out))  # fmt: skip
+        return out
+
+    def predict(self, profile: Path, curve: Path, hosts: int) -> float:
+        done = self._dltui("predict", str(profile), str(curve), "--layouts", f"{hosts}x1",
+                           "--json", "-")  # fmt: skip
+        (row,) = json.loads(done.stdout)["rows"]
+        if row["predicted_images_per_s"] is None:
+            raise RuntimeError(f"no prediction: {row['missing']}")
+        return float(row["predicted_images_per_s"])
+
+
+def measured_rate(path: Path) -> float:
+    (model,) = json.loads(path.read_text())["models"]
+    if model.get("error"):
+        raise RuntimeError(model["error"])
+    return float(model["images_per_s"])
+
+
+def compare(
+    runner: Runner,
+    cluster: Cluster,
+    rate: str,
+    workload: Workload,
+    hosts: list[int],
+    repeats: int,
+    curve: Path,
+    say: Callable[[str], None],
+) -> list[dict[str, object]]:
+    """Rows for one workload at one rate: each host count's medians over the repeats."""
+    predicted: dict[int, list[float]] = {n: [] for n in hosts}
+    measured: dict[int, list[float]] = {n: [] for n in hosts}
+    one_host: list[float] = []
+    for repeat in range(repeats):
+        profile = runner.train(workload, 1)
+        one_host.append(measured_rate(profile))
+        for n in hosts:
+            measured[n].append(measured_rate(runner.train(workload, n)))
+            predicted[n].append(runner.predict(profile, curve, n))
+            say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
+                f"{measured[n][-1]:.3g}, predicted {predicted[n][-1]:.3g} images/s")  # fmt: skip
+    rows = []
+    for n in hosts:
+        rows.append({
+            "config": f"{workload.name}, {n} hosts, {rate}",
+            "framework": workload.framework,
+            "model": workload.model,
+            "batch": workload.batch,
+            "hosts": n,
+            "rate": rate,
+            "predicted_images_per_s": statistics.median(predicted[n]),
+            "measured_images_per_s": statistics.median(measured[n]),
+            "predicted_runs": predicted[n],
+            "measured_runs": measured[n],
+            "one_host_runs": one_host,
+        })  # fmt: skip
+    return rows
+
+
+def error(row: dict[str, object]) -> float:
+    predicted, measured = row["predicted_images_per_s"], row["measured_images_per_s"]
+    assert isinstance(predicted, float) and isinstance(measured, float)
+    return predicted / measured - 1
+
+
+def run(
+    rates: list[str],
+    hosts: list[int],
+    repeats: int,
+    frameworks: list[str],
+    quota: float,
+    steps: int = 5,
+    warmup: int = 2,
+    say: Callable[[str], None] = print,
+) -> list[dict[str, object]]:
+    """Every (rate, workload, host count) row; the cluster is made and removed here."""
+    with tempfile.TemporaryDirectory(prefix="dltui-shaped-") as folder:
+        work = Path(folder)
+        cluster = Cluster(max(hosts), work / "cluster", cpu_quota=quota)
+        try:
+            runner = Runner(cluster, work, steps, warmup)
+            cluster.start_agents("--secret-file", str(runner.secret))
+            rows: list[dict[str, object]] = []
+            for rate in rates:
+                for host in range(1, max(hosts) + 1):
+                    cluster.shape(host, rate)
+                curves = {framework: runner.curve(framework) for framework in frameworks}
+                for workload in workloads(frameworks):
+                    rows += compare(runner, cluster, rate, workload, hosts, repeats,
+                                    curves[workload.framework], say)  # fmt: skip
+            return rows
+        finally:
+            cluster.down()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", default="1gbit,300mbit,100mbit")
+    parser.add_argument("--hosts", default="2,4")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--frameworks", default="torch,tensorflow")
+    parser.add_argument("--quota", type=float, default=0.4, help="CPUs each host may use")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    args = parser.parse_args()
+    if (why := unavailable()) is not None:
+        print(f"predict_shaped: {why}", file=sys.stderr)
+        return 2
+    began = time.monotonic()
+    rows = run(args.rates.split(","), [int(n) for n in args.hosts.split(",")], args.repeats,
+               args.frameworks.split(","), args.quota, args.steps)  # fmt: skip
+    print(f"{'configuration':<62} {'predicted':>10} {'measured':>10} {'error':>7}")
+    for row in rows:
+        print(f"{row['config']:<62} {row['predicted_images_per_s']:>10.3g} "
+              f"{row['measured_images_per_s']:>10.3g} {error(row):>+7.1%}")  # fmt: skip
+    errors = [abs(error(row)) for row in rows]
+    took = time.monotonic() - began
+    print(f"{len(rows)} configurations in {took:.0f} s: worst {max(errors):.1%}, "
+          f"median {statistics.median(errors):.1%} (targets 15% / 8%)")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
