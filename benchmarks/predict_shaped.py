@@ -75,14 +75,20 @@ class Runner:
         self.secret.write_text(SECRET)
         self.secret.chmod(0o600)
         self.count = 0
+        self.retries: list[str] = []
 
     def _dltui(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """Run dltui; a run that fails is tried once more (a Gloo rendezvous across four
+        namespaces now and then aborts), and the retry is counted."""
         command = [sys.executable, "-m", "dltui", *args]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:3])}… exited {done.returncode}: {done.stderr}"
-                               f"{self.cluster.log(1)[-2000:]}")  # fmt: skip
-        return done
+        for attempt in (1, 2):
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                                  timeout=timeout)  # fmt: skip
+            if done.returncode == 0:
+                return done
+            self.retries.append(f"{' '.join(args[:2])}: {done.stderr.strip()[-300:]}")
+        raise RuntimeError(f"{' '.join(args[:3])}… exited {done.returncode}: {done.stderr}"
+                           f"{self.cluster.log(1)[-2000:]}")  # fmt: skip
 
     def _agents(self, hosts: int) -> list[str]:
         found = ["--secret-file", str(self.secret)]
@@ -181,10 +187,13 @@ def run(
     steps: int = 5,
     warmup: int = 2,
     say: Callable[[str], None] = print,
+    keep: Path | None = None,
 ) -> list[dict[str, object]]:
-    """Every (rate, workload, host count) row; the cluster is made and removed here."""
+    """Every (rate, workload, host count) row; the cluster is made and removed here. `keep`:
+    a folder for every run's JSON (else a temporary one)."""
     with tempfile.TemporaryDirectory(prefix="dltui-shaped-") as folder:
-        work = Path(folder)
+        work = keep or Path(folder)
+        work.mkdir(parents=True, exist_ok=True)
         cluster = Cluster(max(hosts), work / "cluster", cpu_quota=quota)
         try:
             runner = Runner(cluster, work, steps, warmup)
@@ -197,6 +206,8 @@ def run(
                 for workload in workloads(frameworks):
                     rows += compare(runner, cluster, rate, workload, hosts, repeats,
                                     curves[workload.framework], say)  # fmt: skip
+            for retry in runner.retries:
+                say(f"  tried again after: {retry}")
             return rows
         finally:
             cluster.down()
@@ -211,13 +222,14 @@ def main() -> int:
     parser.add_argument("--quota", type=float, default=0.4, help="CPUs each host may use")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument("--keep", type=Path, help="keep every run's JSON in this folder")
     args = parser.parse_args()
     if (why := unavailable()) is not None:
         print(f"predict_shaped: {why}", file=sys.stderr)
         return 2
     began = time.monotonic()
     rows = run(args.rates.split(","), [int(n) for n in args.hosts.split(",")], args.repeats,
-               args.frameworks.split(","), args.quota, args.steps)  # fmt: skip
+               args.frameworks.split(","), args.quota, args.steps, keep=args.keep)  # fmt: skip
     print(f"{'configuration':<62} {'predicted':>10} {'measured':>10} {'error':>7}")
     for row in rows:
         print(f"{row['config']:<62} {row['predicted_images_per_s']:>10.3g} "
