@@ -81,7 +81,7 @@ class Runner:
         """Run dltui; a run that fails is tried once more (a Gloo rendezvous across four
         namespaces now and then aborts), and the retry is counted."""
         command = [sys.executable, "-m", "dltui", *args]
-        for attempt in (1, 2):
+        for _attempt in (1, 2):
             done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
                                   timeout=timeout)  # fmt: skip
             if done.returncode == 0:
