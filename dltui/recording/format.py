@@ -25,6 +25,7 @@ from typing import Any
 import msgpack
 
 from dltui.errors import UsageError
+from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, decode_body
 from dltui.protocol.messages import Message, from_wire, to_wire
@@ -172,7 +173,7 @@ class RecordDecoder:
             self.offset += end
             try:
                 received, source, wire = decode_body(body)
-                records.append(Record(float(received), str(source), from_wire(wire)))
+                records.append(Record(float(received), shown(str(source)), clean(from_wire(wire))))
             except (ProtocolError, TypeError, ValueError) as exc:
                 self.damage.append(Damage(start, f"record does not decode: {exc}", end))
         return records
