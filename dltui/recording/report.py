@@ -32,6 +32,7 @@ from dltui.formatting import (
     rate_text,
     ratio_text,
 )
+from dltui.outfiles import write_text
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
@@ -272,7 +273,7 @@ def write_report(paths: list[Path], out: Path) -> Path:
         if heading == "Servers":
             markdown += wiring_markdown(wirings)
     markdown += [f"## {caption}\n\n![{caption}]({file})\n" for caption, file in figures]
-    (out / "index.md").write_text("\n".join(markdown))
+    write_text(out / "index.md", "\n".join(markdown))
     tables = "".join(
         f"<h2>{html.escape(name)}</h2>{html_table(rows)}"
         + (wiring_html(wirings) if name == "Servers" else "")
@@ -291,5 +292,5 @@ def write_report(paths: list[Path], out: Path) -> Path:
         ".side{display:flex;gap:2em;align-items:flex-start}pre{font-size:12px}"
         f"</style><h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>{tables}{images}"
     )
-    (out / "index.html").write_text(page)
+    write_text(out / "index.html", page)
     return out / "index.md"
