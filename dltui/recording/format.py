@@ -93,8 +93,11 @@ def decode_header(data: bytes) -> tuple[Header, int, int]:
             f"recording format version {version} is newer than this dltui reads ({VERSION}); "
             "upgrade dltui"
         )
-    if length > MAX_HEADER or len(data) < _PREAMBLE.size + length:
-        raise RecordingError("the recording's header is cut short or implausibly long")
+    if length > MAX_HEADER:
+        raise RecordingError(f"the recording's header is implausibly long ({length:,} bytes)")
+    if len(data) < _PREAMBLE.size + length:
+        raise RecordingError(f"truncated at byte {len(data):,}, inside its header (of "
+                             f"{_PREAMBLE.size + length:,} bytes): it holds no frames")  # fmt: skip
     body = data[_PREAMBLE.size : _PREAMBLE.size + length]
     if zlib.crc32(body) != crc:
         raise RecordingError("the recording's header is damaged (checksum mismatch)")
