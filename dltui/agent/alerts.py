@@ -22,7 +22,6 @@ field a sample does not carry (a GPU lost, a field the GPU lacks) leaves the rul
 
 from __future__ import annotations
 
-import math
 import operator
 import re
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltui.agent.health import EVENT_KINDS
+from dltui.plans.threshold import NUMBER_CHARS, threshold
 from dltui.protocol.errors import quote
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS
 from dltui.protocol.messages import Event, EventState, Sample, Severity
@@ -45,13 +45,12 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _REF = r"(gpu|host)\.([a-z_0-9]+)"
-_NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _COMPARE = re.compile(
-    rf"^{_REF}(?:\s*/\s*{_REF})?\s*(>=|<=|==|!=|>|<)\s*{_NUMBER}(?:\s+for\s+(\S+))?$"
+    rf"^{_REF}(?:\s*/\s*{_REF})?\s*(>=|<=|==|!=|>|<)\s*({NUMBER_CHARS})(?:\s+for\s+(\S+))?$"
 )
 _HAS = re.compile(r'^gpu\.throttle\s+has\s+"([^"]+)"$')
 _EVENT = re.compile(r"^event\s+([a-z_]+)$")
-_DURATION = re.compile(rf"^{_NUMBER}([smh])$")
+_DURATION = re.compile(rf"^({NUMBER_CHARS})([smh])$")
 
 
 class RuleError(ValueError):
@@ -154,10 +153,11 @@ def _condition(name: str, when: str, severity: Severity) -> Rule:
         if field_name not in SCOPES[scope]:
             raise RuleError(f"when: unknown {scope} field {quote(field_name)} (known: "
                             f"{', '.join(SCOPES[scope])})")  # fmt: skip
-    threshold = float(number)
-    if not math.isfinite(threshold):
-        raise RuleError(f"when: the threshold must be a finite number, got {number}")
-    return Rule(name, when, severity, scope, fields, OPERATORS[op], threshold,
+    try:
+        value = threshold(number)
+    except ValueError as exc:
+        raise RuleError(f"when: the threshold: {exc}") from None
+    return Rule(name, when, severity, scope, fields, OPERATORS[op], value,
                 _seconds(duration) if duration else 0.0)  # fmt: skip
 
 
@@ -165,7 +165,10 @@ def _seconds(text: str) -> float:
     match = _DURATION.match(text)
     if match is None:
         raise RuleError(f"when: a duration is a number and s, m or h (30s, 1m), got {quote(text)}")
-    seconds = float(match.group(1)) * UNITS_S[match.group(2)]
+    try:
+        seconds = threshold(match.group(1)) * UNITS_S[match.group(2)]
+    except ValueError as exc:
+        raise RuleError(f"when: a duration: {exc}") from None
     if not 0 <= seconds <= MAX_DURATION_S:
         raise RuleError(f"when: a duration must be 0 s to 7 days, got {quote(text)}")
     return seconds

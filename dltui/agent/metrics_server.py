@@ -8,8 +8,11 @@ answering it there cannot hold the loop for long, and it costs no thread: the se
 times the exposition itself. Prometheus keeps its connection open between scrapes (HTTP/1.1
 keep-alive), so a scrape is one read and one write on a socket already open.
 
-Each connection has a deadline for its TLS handshake and for each request, and at most
-MAX_CONNECTIONS are open at once; one more is closed at once. Like the agent's own port, it
+Each connection has a deadline for its TLS handshake and for each request; how many stay open,
+from one address and in all, and who makes room for a newcomer, is metrics_budget's. A
+connection is answered one request at a time: the next is not read until the answer to the last
+has left the agent (its socket buffer kept small), so requests sent ahead and never read cannot
+queue work or memory here, and the event loop turns between answers. Like the agent's own port, it
 listens on loopback unless told otherwise, and beyond loopback only with TLS or an explicit
 `--metrics-insecure`: the metrics say what the server is and does.
 """
@@ -32,11 +35,13 @@ from prometheus_client.openmetrics import exposition as openmetrics
 
 from dltui.agent.config import ConfigFileError
 from dltui.agent.listener import accepted_streams, listening_socket
+from dltui.agent.metrics_budget import Budget, Held
 from dltui.agent.server import is_loopback
 
 log = logging.getLogger(__name__)
 
-MAX_CONNECTIONS = 16
+SEND_BUFFER = 128 * 1024
+"""Bytes the kernel holds of a connection's answers: a scrape or two, not a backlog."""
 CONNECTION_TIMEOUT = 10.0
 """Seconds a connection may take to finish its TLS handshake, to send a request once it has
 begun one, or to take the answer."""
@@ -99,7 +104,7 @@ class MetricsServer:
         self.port: int = self._listener.getsockname()[1]
         host = f"[{options.host}]" if ":" in options.host else options.host
         self.url = f"{options.scheme}://{host}:{self.port}{PATH}"
-        self._open = 0
+        self.budget = Budget()
 
     async def serve(self) -> None:
         """Accept and answer scrapes until cancelled; then the port is closed."""
@@ -108,44 +113,46 @@ class MetricsServer:
         try:
             while True:
                 sock, address = await loop.sock_accept(self._listener)
-                if self._open >= MAX_CONNECTIONS:
-                    log.debug("metrics: refusing %s, %d connections open", address,
-                              MAX_CONNECTIONS)  # fmt: skip
+                held = self.budget.admit(address[0])
+                if held is None:
+                    log.debug("metrics: refusing %s: every connection is at work", address)
                     sock.close()
                     continue
-                self._open += 1
-                task = asyncio.create_task(self._connection(sock, address))
+                task = asyncio.create_task(self._connection(sock, address, held))
+                held.task = task
                 connections.add(task)
-                task.add_done_callback(connections.discard)
+                task.add_done_callback(partial(_ended, connections, sock))
         finally:
             self._listener.close()
             for task in connections:
                 task.cancel()
 
-    async def _connection(self, sock: socket.socket, address: object) -> None:
+    async def _connection(self, sock: socket.socket, address: object, held: Held) -> None:
         writer: asyncio.StreamWriter | None = None
         try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
             reader, writer = await accepted_streams(
                 sock, self._tls, MAX_REQUEST, CONNECTION_TIMEOUT
             )
-            await self._answer_each(reader, writer)
+            writer.transport.set_write_buffer_limits(high=0)  # drain() waits for all of it
+            await self._answer_each(reader, writer, held)
         except (OSError, TimeoutError, h11.LocalProtocolError) as exc:  # SSLError is an OSError
             log.debug("metrics: connection from %s ended: %r", address, exc)
         finally:
-            self._open -= 1
+            self.budget.release(held)
             if writer is not None:
                 writer.close()
             else:
                 sock.close()
 
     async def _answer_each(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, held: Held
     ) -> None:
         http = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST)
         wait = CONNECTION_TIMEOUT
         while True:
             try:
-                request = await _next_request(http, reader, wait)
+                request = await _next_request(http, reader, wait, held)
             except h11.RemoteProtocolError as exc:
                 writer.write(_refusal(http, exc.error_status_hint))
                 async with asyncio.timeout(CONNECTION_TIMEOUT):
@@ -159,7 +166,9 @@ class MetricsServer:
             if http.our_state is not h11.DONE or http.their_state is not h11.DONE:
                 return  # either side asked to close
             http.start_next_cycle()
+            held.now("idle")
             wait = KEEP_ALIVE
+            await asyncio.sleep(0)  # a request sent ahead waits its turn behind everyone else
 
     def _answer(self, http: h11.Connection, request: h11.Request) -> list[bytes]:
         headers = []
@@ -182,6 +191,15 @@ class MetricsServer:
         return out
 
 
+def _ended(
+    connections: set[asyncio.Task[None]], sock: socket.socket, task: asyncio.Task[None]
+) -> None:
+    """A connection's task is over; pushed out before it began, its socket is still ours."""
+    connections.discard(task)
+    if sock.fileno() != -1 and task.cancelled():
+        sock.close()
+
+
 def _refusal(http: h11.Connection, status: int) -> bytes:
     """An empty answer with `status` to a request h11 could not read, where one can be sent."""
     if http.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
@@ -192,7 +210,7 @@ def _refusal(http: h11.Connection, status: int) -> bytes:
 
 
 async def _next_request(
-    http: h11.Connection, reader: asyncio.StreamReader, wait: float
+    http: h11.Connection, reader: asyncio.StreamReader, wait: float, held: Held
 ) -> h11.Request | None:
     """The next whole request (its end of message read too), or None when the peer closes, sends
     nothing for `wait` seconds, or takes more than CONNECTION_TIMEOUT to finish what it began.
@@ -204,6 +222,8 @@ async def _next_request(
     body = 0
     while True:
         event = http.next_event()
+        if event is not h11.NEED_DATA and held.state != "busy":
+            held.now("busy")  # a request sent ahead, already read: at work from here
         if event is h11.NEED_DATA:
             try:
                 async with asyncio.timeout_at(deadline):
@@ -212,6 +232,7 @@ async def _next_request(
                 return None
             if not begun:
                 begun, deadline = True, loop.time() + CONNECTION_TIMEOUT
+                held.now("busy")
             http.receive_data(data)
         elif isinstance(event, h11.Request):
             request = event

@@ -25,6 +25,7 @@ from dltui.client.transport import (
     failure_reason,
     open_transport,
 )
+from dltui.foreign_text import clean
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
@@ -167,7 +168,7 @@ class AgentConnection:
         """`batch_s`: how long each sample may wait at the agent, to come with later ones."""
         self.target = target
         self.source = source or target.label
-        self.on_message = on_message
+        self._deliver = on_message
         self.secret = secret
         self.rate_hz = rate_hz
         self.batch_s = batch_s
@@ -180,6 +181,11 @@ class AgentConnection:
         self._pings: dict[int, tuple[float, float]] = {}  # token -> (wall, mono) sent
         self._jobs: set[str] = set()
         """Jobs started here whose end has not arrived."""
+
+    def on_message(self, source: str, message: Message) -> None:
+        """Hand a frame on, its text made data first (the agent's words and names are
+        foreign: dltui.foreign_text), whether the agent sent it or it tells of the link."""
+        self._deliver(source, clean(message))
 
     def _link(self, state: LinkStateName, detail: str | None = None) -> None:
         self.state = state
@@ -242,10 +248,11 @@ class AgentConnection:
         self._transport = transport = await open_transport(self.target)
         try:
             stream = transport.stream
-            self.welcome = welcome = await handshake(
+            welcome = await handshake(
                 stream, self.secret, socket.gethostname(), handshake_timeout(self.target),
                 self.clock,
             )  # fmt: skip
+            self.welcome = welcome = clean(welcome)
             self.on_message(self.source, welcome)
             await stream.send(Subscribe(next(self._seq), self.rate_hz, self.batch_s))
             self._link("live")

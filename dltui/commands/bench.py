@@ -30,6 +30,7 @@ from dltui.commands.options import (
     secret_option,
     target_argument,
 )
+from dltui.outfiles import write_text
 from dltui.plans import sizing
 from dltui.plans.assertions import (
     EXIT_FAILED,
@@ -372,5 +373,5 @@ async def _bench(
             loop.remove_signal_handler(signal.SIGINT)
         table.end(state)
     if json_out is not None:
-        json_out.write_text(json.dumps(table.report(session), indent=2) + "\n")
+        write_text(json_out, json.dumps(table.report(session), indent=2) + "\n")
     return state, table

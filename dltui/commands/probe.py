@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
+from typing import Any
 
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
@@ -44,11 +46,29 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         report = {"agent_id": welcome.agent_id, "rate_hz": welcome.rate_hz}
         report |= {"inventory": to_plain(welcome.inventory), "sample": to_plain(sample)}
         report["health"] = health_summary(welcome.inventory, sample, events)
-        print(json.dumps(report, indent=2))
+        report, unrepresentable = finite(report)
+        if unrepresentable:
+            report["null_because_not_finite"] = unrepresentable
+        print(json.dumps(report, indent=2, allow_nan=False))
     else:
         print(describe(welcome, sample))
         print("\n".join(health_lines(sample, events)))
     return 0
+
+
+def finite(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """`value` with every NaN or infinity (which JSON has no word for: an agent may send them)
+    made null, and the path and value of each, so the reader learns why it is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None, [f"{path}: {value}"]
+    if isinstance(value, dict):
+        pairs = [(key, finite(item, f"{path}.{key}" if path else str(key)))
+                 for key, item in value.items()]  # fmt: skip
+        return {key: item for key, (item, _) in pairs}, [w for _, (_, why) in pairs for w in why]
+    if isinstance(value, list):
+        items = [finite(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        return [item for item, _ in items], [w for _, why in items for w in why]
+    return value, []
 
 
 def health_lines(sample: Sample, events: EventBook) -> list[str]:

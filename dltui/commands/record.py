@@ -28,6 +28,10 @@ def parser() -> argparse.ArgumentParser:
         "agents", nargs="*", type=target_argument, metavar="AGENT", help="default: local"
     )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace FILE if it exists (a link there is "
+        "replaced, never followed); without it an existing FILE is refused",
+    )  # fmt: skip
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument(
         "--plan", type=Path, metavar="FILE", help="a TOML plan to run while recording; stop "
@@ -52,5 +56,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from dltui.recording.record import record
 
     state = asyncio.run(record(targets, args.output, args.duration, secret, args.rate,
-                               plan.plans, args.fail_on, plan.assertions))  # fmt: skip
+                               plan.plans, args.fail_on, plan.assertions,
+                               args.overwrite))  # fmt: skip
     return JOB_EXIT[state]

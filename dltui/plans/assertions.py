@@ -17,7 +17,6 @@ figure, and the command exits 5.
 from __future__ import annotations
 
 import json
-import math
 import operator
 import os
 import re
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 
 from dltui.plans.check import PlanError
 from dltui.plans.scaling import scaling
+from dltui.plans.threshold import NUMBER_CHARS, threshold
 from dltui.protocol.errors import ProtocolError, quote
 from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.protocol.validate import build
@@ -48,9 +48,7 @@ ALIASES = {"images_per_s": "images_per_second"}
 KERNEL_FILTERS = ("kind", "precision", "direction", "shape", "framework", "device", "server")
 MODEL_FILTERS = ("model", "precision", "gpus", "servers", "batch", "framework", "device",
                  "server")  # fmt: skip
-_EXPRESSION = re.compile(
-    r"^\s*([a-z_]+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)((?:\s+\S+)*)\s*$"
-)
+_EXPRESSION = re.compile(rf"^\s*([a-z_]+)\s*(>=|<=|==|>|<)\s*({NUMBER_CHARS})((?:\s+\S+)*)\s*$")
 
 
 class AssertionSyntaxError(ValueError):
@@ -82,9 +80,10 @@ def parse_assertion(text: str, name: str | None = None) -> Assertion:
     if figure not in KERNEL_FIGURES and figure not in MODEL_FIGURES:
         known = sorted({*KERNEL_FIGURES, *MODEL_FIGURES})
         raise AssertionSyntaxError(f"unknown figure {quote(figure)} (one of: {', '.join(known)})")
-    threshold = float(number)
-    if not math.isfinite(threshold):
-        raise AssertionSyntaxError(f"{quote(text)}: the number must be finite")
+    try:
+        limit = threshold(number)
+    except ValueError as exc:
+        raise AssertionSyntaxError(f"{quote(text)}: {exc}") from None
     filters = {}
     for word in rest.split():
         key, sep, value = word.partition("=")
@@ -95,7 +94,7 @@ def parse_assertion(text: str, name: str | None = None) -> Assertion:
             raise AssertionSyntaxError(f"{quote(text)}: unknown key {quote(key)} (one of: "
                                        f"{', '.join(known)})")  # fmt: skip
         filters[key] = value
-    return Assertion(" ".join(text.split()), figure, _OPERATORS[op], threshold, filters, name)
+    return Assertion(" ".join(text.split()), figure, _OPERATORS[op], limit, filters, name)
 
 
 def parse_table(table: object) -> list[Assertion]:

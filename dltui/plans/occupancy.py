@@ -30,6 +30,8 @@ def owner_words(process: GpuProcess) -> str:
     where = []
     if process.job:
         where.append(f"job {process.job}")
+    elif process.job_claimed:  # its own environment says so; its cgroup does not
+        where.append(f"claims job {process.job_claimed}")
     if process.pod_name:
         where.append(f"pod {process.pod_name}")
         if process.container_name:

@@ -125,7 +125,10 @@ class GpuProcess:
     container_name: str | None = None
     """Kubernetes container name, the same way."""
     job: str | None = None
-    """Slurm job ID: from its cgroup (slurm/uid_*/job_*), else its SLURM_JOB_ID."""
+    """Slurm job ID, from its cgroup (slurm/uid_*/job_*): the kernel's word, not the user's."""
+    job_claimed: str | None = None
+    """The SLURM_JOB_ID in its own environment, where its cgroup names no job: anyone can
+    set that, so it is shown as claimed, never as the job."""
     own: bool = False
     """This agent's own benchmark worker, or a rank that worker started."""
     gpu_instance: int | None = None

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgpack
 
+from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
 from dltui.protocol.messages import Sample, from_wire, to_wire
@@ -120,7 +121,7 @@ class StretchDecoder:
 
     def _record(self, body: bytes) -> Record:
         received, source, stored = decode_body(body)
-        received, source = float(received), str(source)
+        received, source = float(received), shown(str(source))
         try:
             if type(stored) is list:
                 base = self._bases.get(source)
@@ -131,7 +132,7 @@ class StretchDecoder:
                 self._bases[source] = (base[0], values)
             else:
                 wire = stored
-            message = from_wire(wire)
+            message = clean(from_wire(wire))
             if isinstance(message, Sample) and type(stored) is dict:
                 self._bases[source] = (compile_shape(stored), leaves(stored)[1])
         except (ProtocolError, DeltaError):

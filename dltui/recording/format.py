@@ -25,6 +25,7 @@ from typing import Any
 import msgpack
 
 from dltui.errors import UsageError
+from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, decode_body
 from dltui.protocol.messages import Message, from_wire, to_wire
@@ -92,8 +93,11 @@ def decode_header(data: bytes) -> tuple[Header, int, int]:
             f"recording format version {version} is newer than this dltui reads ({VERSION}); "
             "upgrade dltui"
         )
-    if length > MAX_HEADER or len(data) < _PREAMBLE.size + length:
-        raise RecordingError("the recording's header is cut short or implausibly long")
+    if length > MAX_HEADER:
+        raise RecordingError(f"the recording's header is implausibly long ({length:,} bytes)")
+    if len(data) < _PREAMBLE.size + length:
+        raise RecordingError(f"truncated at byte {len(data):,}, inside its header (of "
+                             f"{_PREAMBLE.size + length:,} bytes): it holds no frames")  # fmt: skip
     body = data[_PREAMBLE.size : _PREAMBLE.size + length]
     if zlib.crc32(body) != crc:
         raise RecordingError("the recording's header is damaged (checksum mismatch)")
@@ -172,7 +176,7 @@ class RecordDecoder:
             self.offset += end
             try:
                 received, source, wire = decode_body(body)
-                records.append(Record(float(received), str(source), from_wire(wire)))
+                records.append(Record(float(received), shown(str(source)), clean(from_wire(wire))))
             except (ProtocolError, TypeError, ValueError) as exc:
                 self.damage.append(Damage(start, f"record does not decode: {exc}", end))
         return records

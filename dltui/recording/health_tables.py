@@ -17,10 +17,11 @@ EVENT_COLUMNS = ("recording", "server", "hostname", "time", "elapsed", "id", "gp
                  "severity", "state", "rule", "value", "detail")  # fmt: skip
 PROCESS_COLUMNS = ("recording", "server", "hostname", "gpu", "pid", "user", "name", "command",
                    "started", "first_seen", "last_seen", "memory_max", "sm_util_mean",
-                   "mem_util_mean", "cpu_mean", "rss_max", "ns_pid", "container", "runtime", "pod",
-                   "pod_name", "container_name", "job", "own", "gpu_instance")  # fmt: skip
+                   "mem_util_mean", "cpu_mean", "rss_max", "ns_pid", "container", "runtime",
+                   "pod", "pod_name", "container_name", "job", "job_claimed", "own",
+                   "gpu_instance")  # fmt: skip
 _KEPT = ("user", "name", "command", "started", "ns_pid", "container", "runtime", "pod",
-         "pod_name", "container_name", "job", "own", "gpu_instance")  # fmt: skip
+         "pod_name", "container_name", "job", "job_claimed", "own", "gpu_instance")  # fmt: skip
 
 
 def event_row(recording: str, server: str, hostname: str, event: Event, started: float) -> Row:

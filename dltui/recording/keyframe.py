@@ -27,6 +27,7 @@ from typing import Any
 
 import msgpack
 
+from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
 from dltui.protocol.messages import (
@@ -164,5 +165,5 @@ def decode_keyframe(payload: bytes, state: bool = True) -> Keyframe:
 
 
 def _records(items: Any) -> list[Record]:
-    return [Record(float(received), str(source), from_wire(wire))
+    return [Record(float(received), shown(str(source)), clean(from_wire(wire)))
             for received, source, wire in items]  # fmt: skip

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from dltui.outfiles import Replacement
 from dltui.protocol.messages import Inventory, JobEnd, JobProgress, JobResult, Sample, Welcome
 from dltui.protocol.metric_names import (
     ALL_SPECS,
@@ -182,6 +183,6 @@ def export_openmetrics(paths: list[Path], out: Path) -> dict[str, int]:
                         models += 1
                         writer.add(model_points(hostname, message.model), record.received,
                                    source)  # fmt: skip
-        with open(out, "w", encoding="utf-8") as file:
+        with Replacement(out) as replacement, open(replacement.path, "w", encoding="utf-8") as file:
             writer.write(file)
     return {"telemetry": writer.points, "results": results, "models": models, "steps": 0}

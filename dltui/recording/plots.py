@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dltui.formatting import model_what
+from dltui.outfiles import Replacement
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
@@ -29,7 +30,8 @@ def _save(figure: Figure, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    with Replacement(path) as replacement:
+        figure.savefig(replacement.path, dpi=110)
     plt.close(figure)
 
 

@@ -135,7 +135,15 @@ def damage_report(path: Path, damage: list[Damage]) -> str | None:
     """One line saying what damage in `path` cost, or None where there was none."""
     if not damage:
         return None
+    if len(damage) == 1 and damage[0].reason in TRUNCATED:  # the file ends early, no more
+        begun, end = damage[0].offset, damage[0].offset + damage[0].skipped
+        return (f"{path}: truncated at byte {end:,}, inside what was begun at byte {begun:,}; "
+                "the frames before it are intact")  # fmt: skip
     return f"{path}: damaged, every good record kept; {describe_damage(damage)}"
+
+
+TRUNCATED = {"file ends inside a chunk", "file ends inside a record"}
+"""The reasons of damage that is only a file cut short (a recorder stopped mid-write)."""
 
 
 SHOWN = 3

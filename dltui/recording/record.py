@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -38,7 +39,8 @@ from dltui.protocol.messages import (
     Plan,
     Severity,
 )
-from dltui.recording.format import Header
+from dltui.recording.format import Header, RecordingError
+from dltui.recording.reader import RecordingReader
 from dltui.recording.writer import RecordingWriter
 
 AFTER_PLAN_S = 2.0
@@ -96,13 +98,14 @@ async def record(
     plans: list[Plan],
     fail_on: Severity | None = None,
     assertions: list[Assertion] | None = None,
+    overwrite: bool = False,
 ) -> JobState:
     """Record until stopped; with plans, how they ended ("cancelled" if stopped first).
     Unreachable when an agent the plans need cannot be reached; EventArrived when an event of
     `fail_on` or worse did; AssertionsFailed when the plans ended and an assertion failed."""
     stop = asyncio.Event()  # a signal, the writer's failure, or an event that severe
     loop = asyncio.get_running_loop()
-    writer = _create(path, targets, lambda _: loop.call_soon_threadsafe(stop.set))
+    writer = _create(path, targets, lambda _: loop.call_soon_threadsafe(stop.set), overwrite)
     session = ClientSession(targets, secret, rate_hz)
     session.subscribe(writer.write)
     watch = _Watch(fail_on, stop)
@@ -118,6 +121,7 @@ async def record(
         writer.close()
         if writer.failure is not None:
             raise RecordingStopped(writer.failure)
+        _read_back(path, writer.records)
         size = fmt_bytes(writer.bytes_written)
         print(f"dltui record: {writer.records} frames, {size} in {path}", file=sys.stderr)
     if watch.alarm is not None:
@@ -142,8 +146,23 @@ def _check(assertions: list[Assertion], watch: _Watch, names: dict[str, str]) ->
     print(f"dltui record: all {len(assertions)} assertion(s) passed", file=sys.stderr)
 
 
+def _read_back(path: Path, written: int) -> None:
+    """RecordingStopped unless the file reads back whole: every record written, no damage.
+    What an agent sent passed the wire's checks; the file's are its own (a welcome near the
+    frame limit, say), and a recording that replay would refuse is no success."""
+    try:
+        reader = RecordingReader(path)
+        read = sum(1 for _ in reader)
+    except (RecordingError, OSError) as exc:
+        raise RecordingStopped(f"{path} does not read back: {exc}") from None
+    damage = reader.damage_report()
+    if damage is not None or read != written:
+        why = damage or f"{read} of the {written} records written read back"
+        raise RecordingStopped(f"{path} does not read back whole: {why}")
+
+
 def _create(
-    path: Path, targets: list[Target], on_failure: Callable[[str], object]
+    path: Path, targets: list[Target], on_failure: Callable[[str], object], overwrite: bool
 ) -> RecordingWriter:
     header = Header(
         dltui=version(),
@@ -151,11 +170,22 @@ def _create(
         sources={target.label: target.label for target in targets},
     )
     try:
+        if overwrite and _replaceable(path):
+            path.unlink()  # a link itself, never what it points at
         return RecordingWriter(path, header, on_failure)
     except FileExistsError:
-        raise UsageError(f"{path} exists; recordings are never overwritten") from None
+        raise UsageError(f"{path} exists; say --overwrite to replace it") from None
     except OSError as exc:
         raise UsageError(f"cannot create {path}: {exc.strerror}") from None
+
+
+def _replaceable(path: Path) -> bool:
+    """A file or a link at `path` (a folder, a pipe or a device is never removed)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 async def _until_stopped(

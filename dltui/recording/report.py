@@ -13,12 +13,14 @@ and each recording's telemetry over time with the benchmark phases shaded.
 from __future__ import annotations
 
 import html
+import re
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from dltui.fleet.phases import Phase
+from dltui.foreign_text import shown
 from dltui.formatting import (
     fmt_duration,
     fmt_rate,
@@ -30,6 +32,7 @@ from dltui.formatting import (
     rate_text,
     ratio_text,
 )
+from dltui.outfiles import write_text
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
@@ -159,10 +162,26 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
     return rows
 
 
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]",
+                           "<": "&lt;", ">": "&gt;", "&": "&amp;"})  # fmt: skip
+
+
+def markdown_text(text: str) -> str:
+    """Text as Markdown shows it, never as markup: one line (foreign text: controls and line
+    breaks visible), no table cell's edge, no link, no code span, no HTML."""
+    return shown(text).translate(_MARKDOWN)
+
+
 def markdown_table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * len(rows[0])]
-    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows[1:]]
+    lines = ["| " + " | ".join(map(markdown_text, rows[0])) + " |", "|" + " --- |" * len(rows[0])]
+    lines += ["| " + " | ".join(map(markdown_text, row)) + " |" for row in rows[1:]]
     return "\n".join(lines)
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in `lines`: they cannot close it."""
+    longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def html_table(rows: list[list[str]]) -> str:
@@ -177,12 +196,20 @@ def html_table(rows: list[list[str]]) -> str:
 def wiring_markdown(wirings: list[ServerWiring]) -> list[str]:
     lines = ["## How each server is wired, and what it measured over it", "", WIRING_NOTE, ""]
     for wiring in wirings:
-        lines += [f"### {wiring.title}", "", "```text", *wiring.lines, "```", ""]
+        fence = _fence(wiring.lines)
+        lines += [
+            f"### {markdown_text(wiring.title)}",
+            "",
+            f"{fence}text",
+            *wiring.lines,
+            fence,
+            "",
+        ]
         if wiring.matrix:
             lines += [markdown_table(wiring.matrix), ""]
         if wiring.peers:
             lines += ["Peer copies against their links:", ""]
-            lines += [f"- {peer}" for peer in wiring.peers] + [""]
+            lines += [f"- {markdown_text(peer)}" for peer in wiring.peers] + [""]
         if wiring.allreduce:
             lines += ["All-reduce, largest size:", "", markdown_table(wiring.allreduce), ""]
     return lines
@@ -240,13 +267,13 @@ def write_report(paths: list[Path], out: Path) -> Path:
     sections = [(title, rows) for title, rows in sections if len(rows) > 1 or title == "Servers"]
     wirings = server_wirings([(session.name, session.records) for session in sessions])
     title = "dltui report: " + ", ".join(session.name for session in sessions)
-    markdown = [f"# {title}", "", NOTE, ""]
+    markdown = [f"# {markdown_text(title)}", "", NOTE, ""]
     for heading, rows in sections:
         markdown += [f"## {heading}", "", markdown_table(rows), ""]
         if heading == "Servers":
             markdown += wiring_markdown(wirings)
     markdown += [f"## {caption}\n\n![{caption}]({file})\n" for caption, file in figures]
-    (out / "index.md").write_text("\n".join(markdown))
+    write_text(out / "index.md", "\n".join(markdown))
     tables = "".join(
         f"<h2>{html.escape(name)}</h2>{html_table(rows)}"
         + (wiring_html(wirings) if name == "Servers" else "")
@@ -265,5 +292,5 @@ def write_report(paths: list[Path], out: Path) -> Path:
         ".side{display:flex;gap:2em;align-items:flex-start}pre{font-size:12px}"
         f"</style><h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>{tables}{images}"
     )
-    (out / "index.html").write_text(page)
+    write_text(out / "index.html", page)
     return out / "index.md"

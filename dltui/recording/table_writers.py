@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from dltui.outfiles import Replacement
 from dltui.protocol.messages import Sample
 
 TELEMETRY_COLUMNS = ("recording", "server", "hostname", "time", "elapsed", "scope", "gpu",
@@ -71,8 +72,8 @@ class CsvWriter(TelemetryWriter):
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
-        path = out / "telemetry.csv"
-        self._file: TextIO = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115 (close())
+        self._telemetry = Replacement(out / "telemetry.csv")
+        self._file: TextIO = open(self._telemetry.path, "w", newline="", encoding="utf-8")  # noqa: SIM115 (close())
         self._file.write(",".join(TELEMETRY_COLUMNS) + "\r\n")
         self._lines: list[str] = []
         self._held = 0
@@ -107,16 +108,20 @@ class CsvWriter(TelemetryWriter):
 
     def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
         self._flush()
+        self._file.close()
+        self._telemetry.commit()
         for name, rows in small.items():
             fixed = columns.get(name) or (tuple(rows[0]) if rows else ("job",))
             _write_csv(self.out / f"{name}.csv", rows, fixed)
 
     def close(self) -> None:
         self._file.close()
+        self._telemetry.discard()  # unless finished
 
 
 def _write_csv(path: Path, rows: list[Row], columns: tuple[str, ...]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as file:
+    with Replacement(path) as replacement, open(replacement.path, "w", newline="",
+                                                 encoding="utf-8") as file:  # fmt: skip
         writer = csv.DictWriter(file, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
@@ -144,7 +149,8 @@ class JsonWriter(TelemetryWriter):
     "events": [...], "processes": [...]}, as json.dumps writes it."""
 
     def __init__(self, out: Path) -> None:
-        self._file: TextIO = open(out, "w", encoding="utf-8")  # noqa: SIM115 (close())
+        self._out = Replacement(out)
+        self._file: TextIO = open(self._out.path, "w", encoding="utf-8")  # noqa: SIM115 (close())
         self._file.write('{"telemetry": [')
         self._lines: list[str] = []
         self._held = 0
@@ -187,9 +193,12 @@ class JsonWriter(TelemetryWriter):
         for name, rows in small.items():
             self._file.write(f", {json.dumps(name)}: {json.dumps(rows)}")
         self._file.write("}\n")
+        self._file.close()
+        self._out.commit()
 
     def close(self) -> None:
         self._file.close()
+        self._out.discard()  # unless finished
 
 
 # --- Parquet ----------------------------------------------------------------------------------
@@ -211,7 +220,8 @@ class ParquetWriter(TelemetryWriter):
             ("elapsed", number), ("scope", text), ("gpu", pa.int64()), ("field", text),
             ("value", number),
         ])  # fmt: skip
-        self._writer = pq.ParquetWriter(out / "telemetry.parquet", self._schema)
+        self._telemetry = Replacement(out / "telemetry.parquet")
+        self._writer = pq.ParquetWriter(self._telemetry.path, self._schema)
         self._columns: list[list[Any]] = [[] for _ in TELEMETRY_COLUMNS]
 
     def sample(self, recording: str, server: str, hostname: str, sample: Sample,
@@ -248,8 +258,12 @@ class ParquetWriter(TelemetryWriter):
 
     def finish(self, small: dict[str, list[Row]], columns: dict[str, tuple[str, ...]]) -> None:
         self._flush()
+        self._writer.close()
+        self._telemetry.commit()
         for name, rows in small.items():
-            self._pq.write_table(self._pa.Table.from_pylist(rows), self.out / f"{name}.parquet")
+            with Replacement(self.out / f"{name}.parquet") as replacement:
+                self._pq.write_table(self._pa.Table.from_pylist(rows), replacement.path)
 
     def close(self) -> None:
         self._writer.close()
+        self._telemetry.discard()  # unless finished

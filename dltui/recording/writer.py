@@ -41,11 +41,12 @@ class RecordingWriter:
         header: Header,
         on_failure: Callable[[str], object] | None = None,
     ) -> None:
-        """Create `path` (mode 0600; an existing file is never overwritten) and start writing;
-        OSError if it cannot be created. `on_failure` gets the `failure` line, from the
-        writer's thread, if a write fails later."""
+        """Create `path` (mode 0600; an existing file, or a link, is never written through)
+        and start writing; OSError if it cannot be created. `on_failure` gets the `failure`
+        line, from the writer's thread, if a write fails later."""
         self.path = Path(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._fd = os.open(self.path, flags, 0o600)
         try:
             self._write_out(encode_header(header))
         except OSError:

@@ -5,16 +5,22 @@ memory it holds. From the host's /proc this adds the user, the command line, the
 CPU % and RSS (psutil), the PID inside its own namespace, and where it runs, read from its
 cgroup: a container (docker, containerd, cri-o, podman), a Kubernetes pod (kubepods, with the
 pod and container names where the kubelet's log links in /var/log/containers say), a Slurm job
-(slurm/uid_*/job_*, else SLURM_JOB_ID when its environment is readable). A process this agent
-started (its benchmark worker and the ranks below it) is marked `own`: not someone else's work.
+(slurm/uid_*/job_*; a SLURM_JOB_ID in its environment, which its owner can set to anything, is
+only `job_claimed`). A process this agent started (its benchmark worker and the ranks below it)
+is marked `own`: not someone else's work.
 
 Read with the process lists on the sampler's slow thread, every 2 s: a few /proc files per
-process. What cannot be read (another user's environment without root) stays None.
+process. What cannot be read (another user's environment without root) stays None. Any local
+user names their processes (comm, argv, environment, a delegated cgroup's folders) with any
+bytes, and a process may end between two reads: text is decoded with replacement
+(`foreign_text.decoded`), and a process that cannot be read costs its own details, never the
+list.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import shlex
@@ -24,8 +30,11 @@ from typing import Any
 
 import psutil
 
+from dltui.foreign_text import decoded, shown
 from dltui.protocol.messages import GpuProcess
 
+CLAIM_LIMIT = 32
+"""Characters kept of a claimed job ID (Slurm's are numbers)."""
 COMMAND_LIMIT = 200
 """Characters of a command line kept: enough to tell runs apart, bounded on the wire."""
 PROC = Path("/proc")
@@ -92,7 +101,7 @@ class Owners:
         it uses (CPU % is measured between two reads). GPUs absent from `lists` were not due:
         their processes are kept for the next read."""
         pids = {process.pid for found in lists.values() for process in found}
-        described = {pid: self._owner(pid) for pid in pids}
+        described = {pid: self._described(pid) for pid in pids}
         self._listed |= {index: {process.pid for process in found}
                          for index, found in lists.items()}  # fmt: skip
         for gone in self._known.keys() - set().union(*self._listed.values()):
@@ -100,6 +109,16 @@ class Owners:
         return {index: [dataclasses.replace(process, **described[process.pid])
                         for process in found]
                 for index, found in lists.items()}  # fmt: skip
+
+    def _described(self, pid: int) -> dict[str, Any]:
+        """What can be said of one process; nothing (its PID and memory stay) where it went
+        away or /proc said something unexpected about it."""
+        try:
+            return self._owner(pid)
+        except (psutil.Error, OSError, ValueError) as exc:  # UnicodeError is a ValueError
+            logging.getLogger(__name__).debug("process %d not described: %r", pid, exc)
+            self._known.pop(pid, None)
+            return {}
 
     def _owner(self, pid: int) -> dict[str, Any]:
         process = self._known.get(pid)
@@ -111,7 +130,7 @@ class Owners:
             with process.oneshot():
                 cpu = process.cpu_percent(None)  # since the last read; the first starts it
                 found: dict[str, Any] = {
-                    "name": process.name(),
+                    "name": decoded(process.name()),
                     "started": process.create_time(),
                     "cpu": cpu if seen else None,
                     "rss": process.memory_info().rss,
@@ -129,9 +148,9 @@ class Owners:
         place = placement(_read(self._proc / str(pid) / "cgroup"))
         found |= {k: v for k, v in dataclasses.asdict(place).items() if v is not None}
         if place.job is None:
-            job = _environment(process).get("SLURM_JOB_ID")
-            if job is not None:
-                found["job"] = job
+            claimed = _environment(process).get("SLURM_JOB_ID")
+            if claimed is not None:
+                found["job_claimed"] = shown(claimed, CLAIM_LIMIT)
         if place.pod is not None and place.container is not None:
             names = self._pod_name(place.container)
             if names is not None:
@@ -148,7 +167,7 @@ class Owners:
             except OSError:
                 return None
             for name in names:
-                if match := _POD_LOG.match(name):
+                if match := _POD_LOG.match(decoded(name)):
                     pod = f"{match.group('ns')}/{match.group('pod')}"
                     self._pod_names[match.group("id")] = (pod, match.group("name"))
         return self._pod_names.get(container)
@@ -158,7 +177,7 @@ def _readable(process: psutil.Process) -> dict[str, Any]:
     """User and command line, each where this agent may read it."""
     found: dict[str, Any] = {}
     try:
-        found["user"] = process.username()
+        found["user"] = decoded(process.username())
     except (KeyError, psutil.AccessDenied):  # a UID the host has no name for (a container's)
         found["user"] = f"uid {process.uids().real}"
     try:
@@ -172,7 +191,7 @@ def command_text(argv: list[str]) -> str | None:
     """A command line as a shell would take it, cut to COMMAND_LIMIT characters."""
     if not argv:
         return None
-    text = shlex.join(argv)
+    text = decoded(shlex.join(argv))
     return text if len(text) <= COMMAND_LIMIT else text[: COMMAND_LIMIT - 1] + "…"
 
 
@@ -194,6 +213,6 @@ def _namespace_pid(status: str) -> int | None:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text()
+        return decoded(path.read_bytes())  # a delegated cgroup's folders have the user's names
     except OSError:
         return ""

@@ -226,7 +226,7 @@ class DltuiApp(App[None]):
         try:
             command, argument = parse(line)
         except CommandError as exc:
-            self.notify(str(exc), severity="warning")
+            self.notify(str(exc), severity="warning", markup=False)
             return
         if not hasattr(self, f"action_{command.action}"):
             self.notify(f":{command.name} is for replays", severity="warning")
@@ -332,7 +332,11 @@ class DltuiApp(App[None]):
         elif wanted in self.available_themes:
             self.theme = wanted
         else:
-            self.notify(f"no theme '{name}': dark, light or one of ctrl+p's", severity="warning")
+            self.notify(
+                f"no theme '{name}': dark, light or one of ctrl+p's",
+                severity="warning",
+                markup=False,
+            )
 
     # --- screens -----------------------------------------------------------------------------
 
@@ -353,7 +357,9 @@ class DltuiApp(App[None]):
         plan = PLAN_WORDS.get(words.lower(), "file" if words.endswith(".toml") else "")
         if not plan:
             self.notify(
-                f"no plan '{words}': {', '.join(PLAN_WORDS)} or a .toml file", severity="warning"
+                f"no plan '{words}': {', '.join(PLAN_WORDS)} or a .toml file",
+                severity="warning",
+                markup=False,
             )
             return
         live = [s for s, server in self.fleet.servers.items() if server.link == "live"]
@@ -362,7 +368,7 @@ class DltuiApp(App[None]):
         try:
             launch = make_launch(choice, [i for i in inventories if i is not None])
         except PlanError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         self._start(Start(launch, live))
 
@@ -421,7 +427,7 @@ class DltuiApp(App[None]):
         try:
             self.start_run(start)
         except (PlanError, RuntimeError) as exc:
-            self.notify(f"the run could not start: {exc}", severity="error")
+            self.notify(f"the run could not start: {exc}", severity="error", markup=False)
             return
         self.action_launch()
 
@@ -456,7 +462,10 @@ class DltuiApp(App[None]):
             screen.refresh_bindings()  # too, which shows under the run's progress
         severity: SeverityLevel = "information" if state == "done" else "warning"
         self.notify(
-            f"{run.description}: {state} — press v for the results", severity=severity, timeout=10
+            f"{run.description}: {state} — press v for the results",
+            severity=severity,
+            timeout=10,
+            markup=False,
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -491,7 +500,7 @@ class DltuiApp(App[None]):
             self.session.unsubscribe(recorder.write)
             recorder.close()
             self.sub_title = self._summary
-            self.notify(f"recorded {recorder.records} frames to {recorder.path}")
+            self.notify(f"recorded {recorder.records} frames to {recorder.path}", markup=False)
             return
         now = time.time()
         path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime(now)))
@@ -504,7 +513,7 @@ class DltuiApp(App[None]):
                 path, header, lambda why: loop.call_soon_threadsafe(self._recording_failed, why)
             )
         except OSError as exc:
-            self.notify(f"cannot record to {path}: {exc.strerror}", severity="error")
+            self.notify(f"cannot record to {path}: {exc.strerror}", severity="error", markup=False)
             return
         for source, welcome in self.session.welcomes().items():  # who they are, then how
             recorder.write(source, welcome, now)
@@ -513,7 +522,7 @@ class DltuiApp(App[None]):
             recorder.write(source, link, now)
         self.recorder = recorder
         self.session.subscribe(recorder.write)
-        self.notify(f"recording to {path}")
+        self.notify(f"recording to {path}", markup=False)
 
     def _recording_failed(self, failure: str) -> None:
         """A write failed (a full disk, a file system gone read-only): the recording stopped."""
@@ -522,7 +531,7 @@ class DltuiApp(App[None]):
             self.recorder = None
             self.session.unsubscribe(recorder.write)
             recorder.close()
-        self.notify(failure, title="recording stopped", severity="error", timeout=60)
+        self.notify(failure, title="recording stopped", severity="error", timeout=60, markup=False)
 
 
 def create_app(

@@ -90,7 +90,7 @@ class ReplayApp(DltuiApp):
         for track in self.replay.tracks:
             damage = track.damage
             if damage != self._told.get(track.name) and damage is not None:
-                self.notify(damage, severity="warning", timeout=20)
+                self.notify(damage, severity="warning", timeout=20, markup=False)
             self._told[track.name] = damage
 
     def action_play_pause(self) -> None:
@@ -127,7 +127,7 @@ class ReplayApp(DltuiApp):
         try:
             self.replay.seek(parse_position(words, self.replay.length))
         except ValueError as exc:
-            self.notify(str(exc), severity="warning")
+            self.notify(str(exc), severity="warning", markup=False)
         self._moved()
 
     def action_jump_to(self) -> None:

@@ -12,6 +12,7 @@ from dltui.protocol.messages import Ping
 from dltui.recording.format import Header, Record, decode_header, encode_header, encode_record
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command
+from tests.tui.test_replay_app import FIXTURES
 
 FIXTURE = ROOT / "tests" / "fixtures" / "h200x2-kernels.dlrec"  # version 1
 SHORT = 300
@@ -85,3 +86,28 @@ def test_export_says_it_in_one_short_line(tmp_path):
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "damaged" in line]
     assert len(line) - len(str(path)) < SHORT, line
+
+
+def test_a_truncated_recording_says_where_and_that_the_rest_is_intact(tmp_path):
+    """Cut short inside a chunk, and inside the header: each says so in its words, through
+    the real command, and the first keeps every frame before the cut."""
+    whole = (FIXTURES / "cpu-kernels.dlrec").read_bytes()
+    first = decode_header(whole)[2]
+    path = tmp_path / "cut.dlrec"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    reader = RecordingReader(path)
+    kept = reader.read_all()
+    assert kept and kept == RecordingReader(FIXTURES / "cpu-kernels.dlrec").read_all()[: len(kept)]
+    out = tmp_path / "out.json"
+    result = subprocess.run(dltui_command("export", str(path), "--format", "json", "-o", str(out)),
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"{path}: truncated at byte {len(whole) * 2 // 3:,}, inside what was begun at byte" in (
+        result.stderr
+    )
+    assert "the frames before it are intact" in result.stderr
+    path.write_bytes(whole[: first - 5])
+    result = subprocess.run(dltui_command("export", str(path), "--format", "json", "-o", str(out)),
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert result.returncode == 2
+    assert f"truncated at byte {first - 5:,}, inside its header" in result.stderr

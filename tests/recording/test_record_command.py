@@ -51,7 +51,7 @@ def test_a_timed_recording_holds_the_session(agent, tmp_path):
     assert all(r.source == agent.address for r in records)
     assert f"{len(records)} frames" in result.stderr
     refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert refused.returncode == 2 and "never overwritten" in refused.stderr
+    assert refused.returncode == 2 and "say --overwrite" in refused.stderr
 
 
 def test_sigterm_closes_the_file_cleanly(agent, tmp_path):

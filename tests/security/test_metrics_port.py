@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from dltui.agent.metrics_server import MAX_CONNECTIONS
+from dltui.agent.metrics_budget import PER_ADDRESS
 from tests.conftest import ROOT, dltui_command, wait_for
 from tests.integration.test_metrics import metrics_url
 from tests.security.pki import Authority
@@ -111,25 +111,18 @@ def test_silent_connections_neither_stall_scrapes_nor_pile_up(agent_factory, pki
     url = metrics_url(agent)
     context = trusting(pki) if tls else None
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_CONNECTIONS - 1)]
+    # From one address: each newcomer past its share pushes out the oldest silent one.
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(4 * PER_ADDRESS)]
     try:
+        wait_for(lambda: sum(map(_closed, silent)) == len(silent) - PER_ADDRESS,
+                 what="all but the address's share pushed out")  # fmt: skip
+        assert not any(map(_closed, silent[-PER_ADDRESS:]))  # the newest kept
         began = time.monotonic()
-        assert "dltui_agent_info" in fetch(url, context)  # the last free place
+        assert "dltui_agent_info" in fetch(url, context)  # from that address too
         assert time.monotonic() - began < 2.0
-        silent.append(socket.create_connection(("127.0.0.1", port)))
-
-        def refused() -> bool:
-            if _closed(silent[-1]):  # refused itself: the scrape's place was not yet free
-                silent.pop().close()
-                silent.append(socket.create_connection(("127.0.0.1", port)))
-            return _refused(url, context)
-
-        wait_for(refused, what="a connection past the limit refused")
     finally:
         for connection in silent:
             connection.close()
-    # The places free as the server sees each silent connection close: refused until then.
-    wait_for(lambda: not _refused(url, context), what="scrapes again")
 
 
 def _closed(connection: socket.socket) -> bool:

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 
+import msgpack
 import psutil
 import pytest
 
 from dltui.plans.occupancy import busy_words, owner_words
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample, to_wire
 from dltui.telemetry.processes import Owners, Placement, command_text, placement
 from tests.conftest import wait_for
 
@@ -72,7 +73,10 @@ def test_a_real_process_with_its_user_command_line_start_and_slurm_job(tmp_path)
         assert abs(first.started - psutil.Process(child.pid).create_time()) < 1e-6
         assert first.rss and first.memory == 1 << 30
         assert first.cpu is None  # CPU % needs two reads
-        assert first.job == "41233" and first.own  # a child of this process: "ours"
+        assert first.own  # a child of this process: "ours"
+        # Its environment claims a job its cgroup does not confirm: a claim, never the job.
+        assert first.job is None and first.job_claimed == "41233"
+        assert "claims job 41233" in owner_words(first)
         assert owners.describe({}) == {}  # a round where no GPU's list was due forgets nothing
         assert described(owners, child.pid).cpu is not None
     finally:
@@ -125,3 +129,43 @@ def test_an_older_agents_processes_are_nobodys_work_and_an_unseen_one_is_anyones
     unseen = GpuProcess(77, 1 << 30)  # in a PID namespace the agent cannot see into
     assert busy_words({0: [older]}) is None
     assert busy_words({0: [older, unseen]}) == "pid 77 on GPU 0"
+
+
+# prctl(PR_SET_NAME) with the bytes in argv[1] (hex), then wait for stdin to close.
+NAMED = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, bytes.fromhex(sys.argv[1]), 0, 0, 0); "
+         "print(flush=True); sys.stdin.read()")  # fmt: skip
+HOSTILE_COMM = b"\xff\xfe\x1b]0;x\x07[/]"
+
+
+def test_a_process_named_with_any_bytes_is_described_and_can_be_sent(tmp_path) -> None:
+    """Any user names their process with any bytes (comm, argv, environment): the agent
+    describes it in valid Unicode (replacement characters) and msgpack encodes it."""
+    child = subprocess.Popen([sys.executable, "-c", NAMED, HOSTILE_COMM.hex(), b"\xff\x1b[2J"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=os.environ | {"SLURM_JOB_ID": "\x1b[31m42"})  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"\n"  # named by now
+        process = described(Owners(proc=tmp_path), child.pid)
+        assert process.name == "\ufffd\ufffd\x1b]0;x\x07[/]"  # data: the client shows it
+        assert process.command is not None and process.command.endswith("\ufffd\x1b[2J'")
+        assert process.job is None and process.job_claimed == "\\x1b[31m42"
+        msgpack.packb(to_wire(Sample(1, 0.0, 0.0, HostSample({}), [GpuSample(0, "ok", {}, {},
+                                                                     [process])])))  # fmt: skip
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_one_unreadable_process_costs_its_own_row_only(tmp_path) -> None:
+    """What /proc says about a process may be anything its owner made it (a delegated cgroup's
+    folder names) or vanish between reads: that process loses its details, the others none."""
+    me, other = os.getpid(), os.getppid()
+    for pid, cgroup, status in ((me, b"0::/user.slice/\xff\x1b[2J\n", b"NSpid:\t%d\n" % me),
+                                (other, b"0::/\n", b"NSpid:\tnot-a-number\n")):  # fmt: skip
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cgroup").write_bytes(cgroup)
+        (tmp_path / str(pid) / "status").write_bytes(status)
+    owners = Owners(proc=tmp_path)
+    ((mine, bad),) = owners.describe({0: [GpuProcess(me, 1), GpuProcess(other, 2)]}).values()
+    assert mine.user == psutil.Process().username() and mine.command
+    assert bad == GpuProcess(other, 2)  # its PID and memory, as NVML said: nothing invented

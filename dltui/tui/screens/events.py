@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -54,5 +55,5 @@ class EventsScreen(Screen[None]):
         self._drawn = self.fleet.version
         table = self.query_one(DataTable)
         table.clear()
-        rows = self.rows()
+        rows = [[Text(cell) for cell in row] for row in self.rows()]  # data, never markup
         table.add_rows(rows or [("", "", "", "", "", "", "no health event or alert yet")])

@@ -8,6 +8,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -48,7 +49,7 @@ class ExportScreen(ModalScreen[None]):
         try:
             count = export(self.comparison, self.baseline, path)
         except ExportError as exc:
-            self.query_one("#why", Static).update(str(exc))  # the name stays to be fixed
+            self.query_one("#why", Static).update(Content(str(exc)))  # the name stays to be fixed
             return
         self.dismiss()
-        self.notify(f"wrote {count} results to {path.absolute()}")
+        self.notify(f"wrote {count} results to {path.absolute()}", markup=False)

@@ -8,6 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -47,6 +48,6 @@ class JumpScreen(ModalScreen[float | None]):
         try:
             position = parse_position(event.value, self.length)
         except ValueError as exc:
-            self.query_one("#why", Static).update(str(exc))
+            self.query_one("#why", Static).update(Content(str(exc)))
             return
         self.dismiss(position)

@@ -83,7 +83,7 @@ class ProgressScreen(ModalScreen[Next | None]):
                     bar = ProgressBar(total=1.0, show_eta=False)
                     what = Label("", classes="what")
                     self._bars[member.source] = (bar, what)
-                    name = Label(names.get(member.source, member.source))
+                    name = Label(Content(names.get(member.source, member.source)))
                     yield Horizontal(name, bar, what, classes="server-progress")
             yield Footer()
 

@@ -103,7 +103,8 @@ class FleetPanel(Widget):
         if version == self._drawn_version:
             return False
         self._drawn_version = version
-        self.border_title = self.title()
+        title = self.title()  # names in it are data: Content, never parsed as markup
+        self.border_title = None if title is None else Content(title)
         self.border_subtitle = self.subtitle()
         self.refresh()
         return True

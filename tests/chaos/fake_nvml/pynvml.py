@@ -10,7 +10,7 @@ process and MIG calls), set up from the DLTUI_FAKE_NVML environment variable (JS
 `faults` raise the named NVMLError on every call; `hangs` never return; `pcie`, `replay`,
 `retired`, `remapped`, `nvlink_errors` and `utilization` set a GPU's health (ops.GpuHealth),
 `mig` splits it into instances of those profiles, `"gpm": true` gives it GPM metrics
-(as an H200 has), `processes` lists [pid, bytes] pairs.
+(as an H200 has), `processes` lists [pid, bytes] pairs, `name` is what NVML calls it.
 `{"topology": "nvlink8"}` (or "pcie8") is one of the 8-GPU servers of boxes.py instead.
 `contexts` names a folder where processes say they hold a GPU context (ops.hold_context).
 `control` names a file a test appends JSON lines to while the agent runs:
@@ -54,6 +54,7 @@ else:
         [
             fake.FakeGpu(
                 uuid=f"GPU-{index}",
+                name=gpu.get("name", fake.FakeGpu.name),
                 gpm=bool(gpu.get("gpm", False)),
                 faults={
                     name: getattr(fake, f"NVMLError_{error}")()

@@ -1,0 +1,96 @@
+"""Where dltui writes: a link planted at an output path is replaced, never followed; an
+interrupted export leaves no half file; a recording is never written through a link nor over a
+file unless asked; and `record` says success only for a file that reads back whole."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from dltui.recording.export import export
+from dltui.recording.format import RecordingError
+from dltui.recording.reader import RecordingReader
+from dltui.recording.report import write_report
+from tests.conftest import ROOT, dltui_command, start_agent, wait_for
+from tests.recording.test_record_command import seconds_on_disk
+from tests.tui.test_replay_app import FIXTURES
+
+RECORDING = FIXTURES / "cpu-kernels.dlrec"
+VICTIM = "someone else's file\n"
+
+
+@pytest.fixture
+def victim(tmp_path):
+    path = tmp_path / "victim"
+    path.write_text(VICTIM)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "openmetrics"])
+def test_export_replaces_a_planted_link_and_never_follows_it(tmp_path, victim, fmt):
+    out = tmp_path / ("tables" if fmt == "csv" else f"out.{fmt}")
+    if fmt == "csv":
+        out.mkdir()
+        (out / "telemetry.csv").symlink_to(victim)
+        (out / "results.csv").symlink_to(victim)
+    else:
+        out.symlink_to(victim)
+    export([RECORDING], fmt, out)
+    assert victim.read_text() == VICTIM
+    written = [out / "telemetry.csv", out / "results.csv"] if fmt == "csv" else [out]
+    for path in written:
+        assert not path.is_symlink() and path.stat().st_size > 0
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no temporary file left
+
+
+def test_report_replaces_planted_links(tmp_path, victim):
+    out = tmp_path / "report"
+    out.mkdir()
+    for name in ("index.md", "index.html"):
+        (out / name).symlink_to(victim)
+    write_report([RECORDING], out)
+    assert victim.read_text() == VICTIM
+    assert not (out / "index.md").is_symlink() and "dltui report" in (out / "index.md").read_text()
+
+
+def test_an_export_that_fails_midway_leaves_no_half_file(tmp_path):
+    """The second recording is not one: the export stops after writing the first's telemetry,
+    and neither the JSON file nor a temporary one is left."""
+    bad = tmp_path / "bad.dlrec"
+    bad.write_bytes(b"not a recording at all")
+    out = tmp_path / "out.json"
+    out.write_text("the previous export\n")
+    with pytest.raises(RecordingError):
+        export([RECORDING, bad], "json", out)
+    assert out.read_text() == "the previous export\n"  # as it was: never half of a new one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.dlrec", "out.json"]
+
+
+def test_a_recording_never_writes_through_a_link(tmp_path, victim):
+    agent = start_agent()
+    try:
+        link = tmp_path / "planted.dlrec"
+        link.symlink_to(victim)
+        command = dltui_command("record", "-o", str(link), "--duration", "1", agent.address)
+        refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert refused.returncode == 2 and "say --overwrite" in refused.stderr
+        asked = subprocess.run([*command, "--overwrite"], capture_output=True, text=True,
+                               cwd=ROOT, timeout=60)  # fmt: skip
+        assert asked.returncode == 0, asked.stderr
+        assert victim.read_text() == VICTIM and not link.is_symlink()
+        assert RecordingReader(link).read_all()
+
+        # A recording damaged under the recorder (here by another hand) is no success.
+        damaged = tmp_path / "damaged.dlrec"
+        recorder = subprocess.Popen([*dltui_command("record", "-o", str(damaged), agent.address,
+                                                    "--duration", "3")],
+                                    cwd=ROOT, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        wait_for(lambda: seconds_on_disk(damaged) > 0.3, timeout=30, what="samples on disk")
+        with open(damaged, "r+b") as file:
+            file.seek(RecordingReader(damaged).first + 8)
+            file.write(b"\xff" * 64)
+        _, stderr = recorder.communicate(timeout=60)
+        assert recorder.returncode == 74 and "does not read back whole" in stderr, stderr
+    finally:
+        agent.stop()
