@@ -27,7 +27,7 @@ def comparison():
 
 def test_a_column_per_server_named_by_what_tells_them_apart(comparison) -> None:
     # Both recorded hosts are called "vm": the recordings' names tell them apart.
-    assert comparison.columns == ["h200x2-kernels", "cpu-kernels"]
+    assert comparison.columns == ["h200x2-kernels", "cpu-kernels · CPU"]
     # The CPU recording ran the H200's cases: every row has both servers, side by side.
     assert len(comparison.rows) == 17
     assert all(set(row.cells) == set(comparison.columns) for row in comparison.rows)
@@ -38,7 +38,7 @@ def test_ratios_to_the_reference_and_to_another_column(comparison) -> None:
     assert row.ratio("h200x2-kernels", REFERENCE, "rate") == pytest.approx(2.339, abs=1e-3)
     assert row.ratio("h200x2-kernels", "h200x2-kernels", "rate") is None  # the baseline itself
     # Against the CPU box: the H200 is hundreds of times faster at this GEMM.
-    assert row.ratio("h200x2-kernels", "cpu-kernels", "rate") > 100
+    assert row.ratio("h200x2-kernels", "cpu-kernels · CPU", "rate") > 100
     cell = row.cells["h200x2-kernels"]
     assert cell.phase is not None and cell.phase.gpus() == {0}  # it ran on cuda:0
     # Recorded before kernels read their own energy: no per-watt, and the cell says why.

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
+from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
 
 REDRAW_S = 0.5
@@ -38,13 +39,14 @@ class EventsScreen(Screen[None]):
 
     def rows(self) -> list[tuple[str, ...]]:
         found = []
-        for server in self.fleet.servers.values():
+        names = server_names(self.fleet)
+        for source, server in self.fleet.servers.items():
             up = {id(event) for event in server.events.raised.values()}
             for event in server.events.events:
                 when = event.wall - (server.offset or 0.0)
                 state = "up" if id(event) in up else event.state
                 found.append((when, (time.strftime("%H:%M:%S", time.localtime(when)),
-                                     server.name, "host" if event.gpu is None else str(event.gpu),
+                                     names[source], "host" if event.gpu is None else str(event.gpu),
                                      event.severity, event.kind, state, event.detail)))  # fmt: skip
         return [row for _, row in sorted(found, key=lambda item: -item[0])]
 
