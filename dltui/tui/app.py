@@ -93,6 +93,7 @@ class DltuiApp(App[None]):
         Binding("slash", "filter", "Filter", key_display="/", show=False),
         Binding("t", "theme", "Theme", show=False),
         Binding("r", "record", "Record", show=False),
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
     name_filter: reactive[str] = reactive("", init=False)
@@ -191,14 +192,16 @@ class DltuiApp(App[None]):
     # --- the palette and the command line ----------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """Every key of the screen the palette opened from, by its name, then Textual's own
-        (themes, keys, screenshot) and what has no key there."""
-        seen: set[str] = set()
+        """Every key of the screen the palette opened from, by its name, then what has no key
+        there, then Textual's own (themes, keys, screenshot); each title once (Textual's
+        "Theme" picks among every theme, where `t` only turns dark to light)."""
+        textual = list(super().get_system_commands(screen))
+        seen = {command.title for command in textual}
         for key, active in screen.active_bindings.items():
             binding = active.binding
-            if not active.enabled or not binding.description or binding.action in seen:
+            if not active.enabled or not binding.description or binding.description in seen:
                 continue
-            seen.add(binding.action)
+            seen.add(binding.description)
             shown = binding.key_display or key
             run = partial(self.run_action, binding.action, active.node)
             yield SystemCommand(binding.description, f"key {shown}", run)
@@ -209,7 +212,7 @@ class DltuiApp(App[None]):
             yield SystemCommand(
                 "Phases", "every benchmark case with its telemetry", self.action_phases
             )
-        yield from super().get_system_commands(screen)
+        yield from textual
 
     async def action_command_line(self) -> None:
         """The `:` line above the footer; made on first use."""
@@ -271,12 +274,22 @@ class DltuiApp(App[None]):
             await self.run_command(event.value)
 
     def on_key(self, event: events.Key) -> None:
+        if event.key != "escape":
+            return
         box = self.focused
-        if event.key == "escape" and isinstance(box, Input) and box.id in ("filter", "command"):
+        if isinstance(box, Input) and box.id in ("filter", "command"):
             if box.id == "filter":
                 box.value = ""
             box.display = False
             self._focus_columns()
+        elif self.name_filter and self.screen is self.screen_stack[0]:
+            for kept in self.screen.query("#filter").results(Input):  # kept with enter
+                kept.value = ""
+            self.name_filter = ""
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C quits, as in every top-like tool, with the status of an interrupt."""
+        self.exit(return_code=130)
 
     def _focus_columns(self) -> None:
         shown = self.strip.on_screen()
