@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import ClassVar
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
@@ -51,6 +53,7 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
+from dltui.tui.widgets.server_flags import open_events
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
 
@@ -176,10 +179,27 @@ class DltuiApp(App[None]):
         for state in ("connecting", "busy", "offline", "auth_failed"):
             if states.get(state):
                 words.append(f"{states[state]} {state.replace('_', ' ')}")
+        words += self._danger_words()
         if self.name_filter:
             shown = sum(column.display for column in self.strip.columns)
             words.append(f"filter '{self.name_filter}': {shown} shown")
         return " · ".join(words)
+
+    def _danger_words(self) -> list[str]:
+        """'▲ 1 critical', '2 warning': the events open across servers (conditions up, XIDs
+        within ONCE_OPEN_S), so a sick box is seen from the title whatever is on screen."""
+        counts: Counter[str] = Counter()
+        for source, server in self.fleet.servers.items():
+            now = self.view.timebase.now(source)
+            counts.update(event.severity for event in open_events(server, now))
+        words = [f"▲ {counts['critical']} critical"] if counts["critical"] else []
+        return words + ([f"{counts['warning']} warning"] if counts["warning"] else [])
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """Textual's title, dim, with the open events' counts in their severity's colour."""
+        content = super().format_title(title, sub_title)
+        content = content.highlight_regex(r"▲ \d+ critical", style="bold $text-error")
+        return content.highlight_regex(r"\d+ warning", style="bold $text-warning")
 
     def _run_status(self) -> str:
         run = self.bench_run

@@ -109,8 +109,8 @@ class HelpScreen(ModalScreen[None]):
         Binding("k,up", "scroll(-1)", "Up", show=False),
         Binding("pagedown,space", "scroll(10)", "Page down", show=False),
         Binding("pageup", "scroll(-10)", "Page up", show=False),
-        Binding("g,home", "scroll_end(0)", "Top", show=False),
-        Binding("G,end", "scroll_end(1)", "End", show=False),
+        Binding("g,home", "scroll_to_end(0)", "Top", show=False),
+        Binding("G,end", "scroll_to_end(1)", "End", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -132,6 +132,6 @@ class HelpScreen(ModalScreen[None]):
     def action_scroll(self, rows: int) -> None:
         self.query_one(VerticalScroll).scroll_relative(y=rows, animate=False)
 
-    def action_scroll_end(self, end: int) -> None:
+    def action_scroll_to_end(self, end: int) -> None:
         body = self.query_one(VerticalScroll)
         body.scroll_to(y=body.max_scroll_y if end else 0, animate=False)
