@@ -29,7 +29,7 @@ from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 
 from dltui import version
 from dltui.client.session import WATCH_BATCH_S, ClientSession
@@ -53,6 +53,7 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.server_flags import open_events
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
@@ -88,9 +89,9 @@ class DltuiApp(App[None]):
         Binding("d,enter", "detail", "Detail", key_display="d"),
         Binding("T", "topology", "Topology", show=False),
         Binding("e", "events", "Events", show=False),
-        Binding("o", "overlay", "Overlay"),
         Binding("w", "window", "Window"),
         Binding("c", "mode", "Compact/panels"),
+        Binding("o", "overlay", "Overlay"),
         Binding("colon", "command_line", "Command", key_display=":"),
         Binding("x", "cancel_run", "Cancel run"),
         Binding("slash", "filter", "Filter", key_display="/", show=False),
@@ -98,6 +99,10 @@ class DltuiApp(App[None]):
         Binding("r", "record", "Record", show=False),
         Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
+    FOOTER_FIRST: ClassVar[tuple[str, ...]] = ("quit", "help", "cancel_run", "launch", "results",
+                                               "detail", "window", "command_palette", "mode",
+                                               "overlay", "command_line")  # fmt: skip
+    """The footer's keys, most wanted first: what its width cannot hold goes from the end."""
 
     name_filter: reactive[str] = reactive("", init=False)
     """Show only the servers whose name or address holds this (any case)."""
@@ -123,7 +128,7 @@ class DltuiApp(App[None]):
         yield Header()
         yield self.strip
         yield self.strip.off_screen
-        yield Footer()
+        yield FittedFooter()
 
     async def on_mount(self) -> None:
         if not self.is_headless and not self.is_web:
@@ -222,9 +227,10 @@ class DltuiApp(App[None]):
             if not active.enabled or not binding.description or binding.description in seen:
                 continue
             seen.add(binding.description)
-            shown = binding.key_display or key
+            shown = f"key {binding.key_display or key}"
             run = partial(self.run_action, binding.action, active.node)
-            yield SystemCommand(binding.description, f"key {shown}", run)
+            words = f"{binding.tooltip} ({shown})" if binding.tooltip else shown
+            yield SystemCommand(binding.description, words, run)
         if screen is self.screen_stack[0]:
             yield SystemCommand(
                 "Export results", "write the results to CSV or JSON", self.action_export

@@ -9,10 +9,11 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Header
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 0.5
 COLUMNS = ("time", "server", "GPU", "severity", "kind", "state", "detail")
@@ -29,7 +30,7 @@ class EventsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(zebra_stripes=True, cursor_type="row")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "health events and alerts"

@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
@@ -35,6 +35,7 @@ from dltui.plans.topology import (
     peer_figures,
 )
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 1.0
 WIDE = 150
@@ -290,7 +291,7 @@ class TopologyScreen(Screen[None]):
         yield Header()
         with VerticalScroll():
             yield self.view
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.view.label}: how it is wired"
