@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -138,4 +139,17 @@ class ServerHeader(FleetPanel):
         # Its worst open event, or someone else's work on its GPUs: in place of the detail
         # when there is none, and in any case when it is critical.
         flag = server_flag(server, now) if worst == "critical" or not detail.plain else None
+        if server.inventory is None and server.link in ("offline", "auth_failed", "busy"):
+            # Never welcomed: nothing to say of its GPUs, and the why gets the two lines.
+            return [name, state, *two_lines(detail, width)]
         return [name, gpu_summary(server.inventory), state, flag or detail]
+
+
+def two_lines(words: Content, width: int) -> list[Content]:
+    """`words` wrapped to `width` in two lines at most (the second cut with an ellipsis)."""
+    lines = textwrap.wrap(words.plain, max(width, 8)) or [""]
+    if len(lines) > 2:
+        rest = " ".join(lines[1:])
+        lines = [lines[0], rest[: max(width, 8) - 1] + "…"]
+    style = words.spans[0].style if words.spans else ""
+    return [Content.styled(line, style) for line in lines]
