@@ -151,6 +151,28 @@ async def test_overlay_draws_a_line_per_server_and_the_difference_to_a_baseline(
         await wait_until(pilot, lambda: not isinstance(app.screen, OverlayScreen))
 
 
+async def test_panels_that_do_not_fit_scroll_together_under_a_line_saying_how_many_more():
+    app = create_app([])
+    async with app.run_test(size=(200, 60)) as pilot:
+        fleet_of(app, [8, 2], seconds=10)
+        await wait_for_text(pilot, "gpu-01")
+        await pilot.press("c")  # panels, forced: eight GPUs do not fit in one screen
+        text = await wait_for_text(pilot, r"5 more GPUs ↓")
+        assert "GPU 2 · NVIDIA H200" in text and "GPU 3 · NVIDIA H200" not in text
+        await pilot.press("pagedown")  # a page of panel rows, in every column at once
+        await wait_for_text(pilot, r"▲ 3 above · 2 more GPUs ↓")
+        # The two-GPU server scrolled with it (columns redraw in turns): rows stay in line.
+        text = await wait_for_text(pilot, r"▲ 2 above  ↑↓")
+        assert "GPU 3 · NVIDIA H200" in text and "GPU 0 · NVIDIA H200" not in text
+        layout = app.view.layout
+        assert layout is not None and layout.more_line()
+        for column in app.strip.columns:  # one scroll for all: no column scrolls by itself
+            assert column.body.max_scroll_y == 0
+        await pilot.press("down", "down")
+        await wait_for_text(pilot, r"▲ 5 above")
+        assert app.view.gpu_row == layout.gpu_rows() - layout.gpu_rows_shown  # no further
+
+
 async def test_escape_clears_a_kept_filter() -> None:
     app = create_app([])
     async with app.run_test(size=(120, 40)) as pilot:

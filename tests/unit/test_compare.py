@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dltui.fleet.compare import REFERENCE, ExportError, build, export
+from dltui.fleet.compare import REFERENCE, ExportError, build, export, server_names
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.recording.replay import ReplaySet, load_tracks
+from tests.tui.synthetic import server_messages
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -93,3 +94,16 @@ def test_an_efficiency_above_ideal_is_flagged_not_printed_plain() -> None:
     cell = Cell("cpu · 2 procs", run, scaling=Scaling(vs_one_gpu=1.55))
     text = cell_text(Row(("m",), "alexnet", "model", 0, {"x": cell}), "x", "x", "efficiency")
     assert text.plain == "155.0% ⚠ above ideal" and "yellow" in str(text.style)
+
+
+def test_namesakes_are_told_apart_as_host_at_address() -> None:
+    """Two agents whose machines share a hostname, on different addresses: each is
+    hostname@address (as `dltui record` names them); a third keeps its plain hostname."""
+    fleet = Fleet()
+    for source, hostname in (("10.0.0.1:7070", "gpu"), ("10.0.0.2:7070", "gpu"),
+                             ("10.0.0.3:7070", "cpu")):  # fmt: skip
+        for message in server_messages(hostname, 1, 1.7e9, seconds=1.0):
+            fleet.apply(source, message)
+    assert server_names(fleet) == {"10.0.0.1:7070": "gpu@10.0.0.1:7070",
+                                   "10.0.0.2:7070": "gpu@10.0.0.2:7070",
+                                   "10.0.0.3:7070": "cpu"}  # fmt: skip
