@@ -111,9 +111,18 @@ def size_words(plan: Plan, inventory: Inventory) -> str:
 # --- results as text: one line per timed case or training run ----------------------------------
 
 HEADER = (
-    f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'median':>10} {'±':>8} "
+    f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'device':<6} {'median':>10} {'±':>8} "
     f"{'rate':>14} {'busbw':>10} {'vs V100':>8}  timed"
 )
+
+
+def device_text(device: str) -> str:
+    """Where a result ran, in a word: "GPU 0", "GPU" (every GPU), "MIG" (an instance), "CPU"."""
+    if device == "cpu":
+        return "CPU"
+    if device.startswith("MIG-"):
+        return "MIG"
+    return f"GPU {device.partition(':')[2]}".rstrip()
 
 
 def rate_text(result: KernelResult) -> str:
@@ -154,19 +163,21 @@ def format_row(result: KernelResult) -> str:
     if result.error is not None:
         return (
             f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
-            f"{result.precision:<5} error: {result.error}"
+            f"{result.precision:<5} {device_text(result.device):<6} error: {result.error}"
         )
     busbw = fmt_rate(result.busbw_gbps * 1e9) if result.busbw_gbps is not None else ""
     return (
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
-        f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
+        f"{device_text(result.device):<6} {fmt_duration(result.median_s):>10} "
+        f"{fmt_duration(result.spread_s):>8} "
         f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}  {method_text(result)}"
         f"  {link_text(result)}"
     ).rstrip()
 
 
 MODEL_HEADER = (
-    f"{'model':<10} {'gpus':>4} {'srv':>3} {'batch':>5} {'prec':<5} {'images/s':>10} {'±':>7} "
+    f"{'model':<10} {'gpus':>4} {'srv':>3} {'batch':>5} {'prec':<5} {'device':<6} "
+    f"{'images/s':>10} {'±':>7} "
     f"{'per GPU':>9} {'eff 1 GPU':>9} {'eff srv':>7} {'vs ref':>7}"
 )
 
@@ -191,7 +202,7 @@ def model_what(result: ModelResult) -> str:
 def format_model_row(result: ModelResult, scaling: Scaling) -> str:
     head = (
         f"{result.model:<10} {result.gpus:>4} {result.servers:>3} {result.batch:>5} "
-        f"{result.precision:<5}"
+        f"{result.precision:<5} {device_text(result.device):<6}"
     )
     if result.error is not None:
         return f"{head} error: {result.error}"

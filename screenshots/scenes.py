@@ -21,13 +21,13 @@ from textual.screen import Screen
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import Link
+from dltui.protocol.messages import Event, GpuSample, HostSample, Link, Sample
 from dltui.recording.replay import ReplaySet
 from dltui.tui.app import REDRAW_HZ, DltuiApp
 from dltui.tui.replay_app import ReplayApp, create_replay_app
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.view import MonitorView
-from tests.tui.synthetic import server_messages
+from tests.tui.synthetic import gpu_values, server_messages
 
 os.environ["TZ"] = "UTC"  # the clock times a screen shows ('as of 13:43:10')
 time.tzset()
@@ -85,6 +85,25 @@ def made_up(gpus: tuple[int, ...], offline: tuple[int, ...] = ()) -> DltuiApp:
         if n in offline:
             fleet.apply(source, Link("offline", start + seconds, "connection reset"))
     return DltuiApp(fleet, ClientSession([]), MonitorView(StillTime()))
+
+
+def sick() -> DltuiApp:
+    """Eight GPUs with a link trained at x8 beside two whose GPU 1 fell off the bus a minute
+    ago and ran at 92 °C against its power limit: the title counts them, the headers and the
+    GPUs' readings say so in their colours."""
+    app = made_up((8, 2))
+    fleet = app.fleet
+    last = fleet.servers["gpu-01:7070"].last_sample_time or MADE_UP_NOW
+    hot = gpu_values(1, last) | {"temp": 92.0, "power": 695.0, "throttle": 0x8}
+    gpus = [GpuSample(0, "ok", gpu_values(0, last)), GpuSample(1, "ok", hot)]
+    fleet.apply("gpu-01:7070", Sample(10_000, last + 0.5, last + 0.5, HostSample({}), gpus))
+    xid = Event(7, "xid", "critical", "XID 79: GPU has fallen off the bus", MADE_UP_NOW - 60,
+                gpu=1, state="once", value=79)  # fmt: skip
+    link = Event(3, "pcie_link", "warning", "PCIe link trained at gen5 x8 (of x16)",
+                 MADE_UP_NOW - 120, gpu=5, value=8)  # fmt: skip
+    fleet.apply("gpu-01:7070", xid)
+    fleet.apply("gpu-00:7070", link)
+    return app
 
 
 @dataclass(frozen=True)
@@ -183,4 +202,19 @@ SIZED_SCENES = tuple(
     for w, h in ((80, 24), (200, 60))
 )
 
-SCENES = README_SCENES + SIZED_SCENES
+MADE_UP: tuple[tuple[str, Callable[[], DltuiApp], tuple[str, ...]], ...] = (
+    ("panels-eight-gpus", lambda: made_up((8, 2)), ("c",)),
+    ("panels-scrolled", lambda: made_up((8, 2)), ("c", "pagedown")),
+    ("offline", lambda: made_up((4, 4), (1,)), ()),
+    ("critical", sick, ()),
+)
+"""Made-up fleets for what no recording shows: panels forced with eight GPUs (and scrolled),
+a server gone offline, a critical event; the live footer is in each."""
+
+MADE_UP_SCENES = tuple(
+    Scene(f"{name}-{w}x{h}", (w, h), fleet=fleet, keys=keys)
+    for name, fleet, keys in MADE_UP
+    for w, h in ((80, 24), (200, 60))
+)
+
+SCENES = README_SCENES + SIZED_SCENES + MADE_UP_SCENES

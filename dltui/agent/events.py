@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 
 from dltui.agent.alerts import AlertRules, Rule
@@ -21,6 +21,8 @@ from dltui.protocol.messages import Event, Inventory, Sample
 
 log = logging.getLogger(__name__)
 
+ONCE_KEPT = 32
+"""Events that happened once kept for clients that log in later (a flood keeps the latest)."""
 LOG_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "critical": logging.ERROR}
 
 
@@ -35,6 +37,8 @@ class EventLog:
         self._count = 0
         self._raised: dict[tuple[str, int | None, str | None], Event] = {}
         """Conditions up now: what a client that logs in is told first."""
+        self._once: deque[Event] = deque(maxlen=ONCE_KEPT)
+        """The latest events that happened once at warning or worse: told too while open."""
         self._counts: Counter[tuple[str, str]] = Counter()
 
     def observe(self, sample: Sample) -> None:
@@ -58,6 +62,8 @@ class EventLog:
                     self._raised[event.condition] = event
                 elif event.state == "resolved":
                     self._raised.pop(event.condition, None)
+                elif event.severity != "info":
+                    self._once.append(event)
                 if event.state != "resolved":
                     self._counts[event.kind, event.severity] += 1
                 if event.kind != "alert":
@@ -73,6 +79,13 @@ class EventLog:
         """The conditions up now, oldest first."""
         with self._lock:
             return sorted(self._raised.values(), key=lambda event: event.id)
+
+    def standing(self, now: float) -> list[Event]:
+        """What a client that logs in is told first, oldest first: the conditions up, and what
+        happened once and is still open at `now` (an XID a minute ago)."""
+        with self._lock:
+            found = [*self._raised.values(), *(e for e in self._once if e.open_at(now))]
+        return sorted(found, key=lambda event: event.id)
 
     def counts(self) -> dict[tuple[str, str], int]:
         """(kind, severity) -> events raised or happened since the agent started."""

@@ -25,7 +25,7 @@ import psutil
 
 from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
-from dltui.plans.names import MULTICAST_OFF
+from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -84,8 +84,11 @@ class Jobs:
         publish: Callable[[Message], None],
         data_dirs: tuple[str, ...] = (),
         occupancy: Occupancy | None = None,
+        gpus: int = 0,
     ) -> None:
         self._publish = publish
+        self.gpus = gpus
+        """GPUs NVML reports here: a worker on "auto" whose framework cannot use them refuses."""
         self.data_dirs = data_dirs
         """Folders (absolute, normalised) that time-to-accuracy plans may read."""
         self.occupancy = occupancy
@@ -155,7 +158,10 @@ class Jobs:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=os.environ | WORKER_ENV | _gloo_interface(job.plan),
+                env=os.environ
+                | WORKER_ENV
+                | {NVML_GPUS_ENV: str(self.gpus)}
+                | _gloo_interface(job.plan),
                 start_new_session=True,  # a terminal's Ctrl-C reaches the agent, not the worker
             )
         except OSError as exc:

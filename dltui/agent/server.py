@@ -93,7 +93,7 @@ class Agent:
         self.throttle = AuthThrottle()
         self.admission = Admission()
         self.occupancy = Occupancy(inventory)
-        self.jobs = Jobs(self.publish, data_dirs, self.occupancy)
+        self.jobs = Jobs(self.publish, data_dirs, self.occupancy, len(inventory.gpus))
         self.events = EventLog(inventory, rules or [], self.on_event)
 
     @property

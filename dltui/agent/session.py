@@ -295,7 +295,7 @@ class Session:
             client, agent = seals(secret, challenge, message.nonce, auth_body, welcome_body)
             self.stream.seal(outgoing=agent, incoming=client)
         self.ready = True
-        for event in self.agent.events.raised():  # the conditions up now, before anything new
+        for event in self.agent.events.standing(time.time()):  # what is open, before anything new
             self._reply(event)
         log.info("client %s (%s) connected", message.client, self.peer)
 

@@ -21,6 +21,7 @@ import traceback
 from io import BufferedReader
 from typing import cast
 
+from dltui.bench.cuda_guard import NoCuda, check_auto
 from dltui.plans.check import check_plan
 from dltui.plans.names import CPUS_ENV
 from dltui.plans.occupancy import mig_uuid
@@ -99,6 +100,7 @@ def main() -> int:
         if plan is None:
             raise ValueError("a run carries exactly one of a kernel plan and a model plan")
         check_plan(plan)
+        check_auto(plan.framework, plan.device)
         # The frameworks load in these modules, in the worker only.
         if isinstance(plan, ModelPlan):
             from dltui.bench.training import run_models
@@ -108,6 +110,9 @@ def main() -> int:
             from dltui.bench.suite import run_plan
 
             run_plan(plan, on_result, on_progress, lambda: stopping)
+    except NoCuda as exc:
+        emit(JobEnd(run.job, "refused", str(exc), time.time()))
+        return 1
     except Exception as exc:  # anything a framework raises: report it, then fail
         traceback.print_exc()
         emit(JobEnd(run.job, "failed", f"{type(exc).__name__}: {exc}", time.time()))

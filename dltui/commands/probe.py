@@ -12,10 +12,10 @@ from typing import Any
 
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
-from dltui.fleet.health import EventBook, gpu_health, health_summary
+from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
 from dltui.formatting import fmt_bytes, fmt_value, wiring_lines
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
-from dltui.protocol.messages import Sample, Welcome, to_plain
+from dltui.protocol.messages import Event, Sample, Welcome, to_plain
 
 
 def parser() -> argparse.ArgumentParser:
@@ -72,19 +72,36 @@ def finite(value: Any, path: str = "") -> tuple[Any, list[str]]:
 
 
 def health_lines(sample: Sample, events: EventBook) -> list[str]:
-    lines = ["health"]
+    """The verdict first ("health    critical: gpu 1: XID 79 …"), then each GPU's state and
+    health fields, then every open event (a condition up, an XID within ONCE_OPEN_S)."""
+    opened = events.open_events(sample.wall)
+    worst = worst_event(opened)
+    if worst is not None:
+        verdict = f"{worst.severity}: {where(worst)}{worst.detail}"
+        if len(opened) > 1:
+            verdict += f" (+{len(opened) - 1} more)"
+    elif any(gpu.state != "ok" for gpu in sample.gpus):
+        verdict = "warning: a GPU does not read ok (below)"
+    else:
+        verdict = "ok"
+    lines = [f"health    {verdict}"]
     for gpu in sample.gpus:
         found = gpu_health(gpu.values)
         words = ", ".join(f"{name} {value:g}" for name, value in found.items()
                           if name != "throttle")  # fmt: skip
         held = ", ".join(found.get("throttle", [])) or "nothing"
-        lines.append(f"  gpu {gpu.index}     {words or 'no health fields'}; clocks held by {held}")
-    if not events.raised:
-        lines.append("  conditions up: none")
-    for event in events.raised.values():
-        where = f"gpu {event.gpu}" if event.gpu is not None else "host"
-        lines.append(f"  {event.severity:<9} {where}: {event.detail}")
+        state = "" if gpu.state == "ok" else f"state {gpu.state}; "
+        lines.append(f"  gpu {gpu.index}     {state}{words or 'no health fields'}; "
+                     f"clocks held by {held}")  # fmt: skip
+    if not opened:
+        lines.append("  open events: none")
+    for event in opened:
+        lines.append(f"  {event.severity:<9} {where(event)}{event.detail}")
     return lines
+
+
+def where(event: Event) -> str:
+    return f"gpu {event.gpu}: " if event.gpu is not None else "host: "
 
 
 def describe(welcome: Welcome, sample: Sample) -> str:

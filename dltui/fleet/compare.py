@@ -160,6 +160,11 @@ def model_row(result: ModelResult) -> tuple[tuple[object, ...], str]:
     return key, label
 
 
+def kernel_column(server: str, result: KernelResult) -> str:
+    """The server's name, with "· CPU" for a result its CPU measured: never read as its GPUs'."""
+    return f"{server} · CPU" if result.device == "cpu" else server
+
+
 def model_column(server: str, result: ModelResult) -> str:
     unit = "GPU" if result.device == "cuda" else "proc"
     count = f"{result.gpus} {unit}{'s' if result.gpus != 1 else ''}"
@@ -169,20 +174,19 @@ def model_column(server: str, result: ModelResult) -> str:
 
 
 def server_names(fleet: Fleet) -> dict[str, str]:
-    """A short name per source: its hostname, or the source where two hostnames agree, less
-    an address every source shares (recordings replayed side by side: "monday/gpu:7070" and
+    """A short name per source: its hostname, or hostname@source where two hostnames agree
+    (as `dltui record` names them), or where those sources share an address past a "/", only
+    what tells them apart (recordings replayed side by side: "monday/gpu:7070" and
     "friday/gpu:7070" are "monday" and "friday")."""
     hostnames = [server.name for server in fleet.servers.values()]
-    names = {
-        source: server.name if hostnames.count(server.name) == 1 else source
-        for source, server in fleet.servers.items()
-    }
-    tails = {name.partition("/")[2] for name in names.values()}
-    if len(tails) == 1 and "" not in tails:
-        short = {source: name.partition("/")[0] for source, name in names.items()}
-        if len(set(short.values())) == len(short):
-            return short
-    return names
+    names = {source: server.name for source, server in fleet.servers.items()}
+    shared = [source for source, server in fleet.servers.items()
+              if hostnames.count(server.name) > 1]  # fmt: skip
+    tails = {source.partition("/")[2] for source in shared}
+    short = {source: source.partition("/")[0] for source in shared}
+    if len(tails) == 1 and "" not in tails and len(set(short.values())) == len(short):
+        return names | short
+    return names | {source: f"{names[source]}@{source}" for source in shared}
 
 
 @dataclass
@@ -241,7 +245,8 @@ def build(fleet: Fleet) -> Comparison:
         for job in server.jobs.values():
             for result in job.results:
                 key, label = kernel_row(result)
-                place(key, label, "kernel", Cell(names[source], result, phases.get(id(result))))
+                cell = Cell(kernel_column(names[source], result), result, phases.get(id(result)))
+                place(key, label, "kernel", cell)
             for model in job.model_results:
                 models.append((source, model))
                 key, label = model_row(model)

@@ -6,11 +6,12 @@ probe, the report and the TUI's event list read the same book and the same summa
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dltui.protocol.fields import HEALTH_FIELDS, throttle_words
-from dltui.protocol.messages import Event, Inventory, Sample, to_plain
+from dltui.protocol.messages import ONCE_OPEN_S, Event, Inventory, Sample, to_plain
 
 MAX_EVENTS = 1000
 """Events kept per server: a flapping link cannot grow a long session's memory."""
@@ -42,8 +43,35 @@ class EventBook:
 
     def worst(self) -> str | None:
         """The worst severity among the conditions up, or None when none is."""
-        order = ("info", "warning", "critical")
-        return max((e.severity for e in self.raised.values()), key=order.index, default=None)
+        return worst_of(self.raised.values())
+
+    def open_events(self, now: float | None = None) -> list[Event]:
+        """The conditions up, then what happened once at warning or worse within ONCE_OPEN_S
+        of `now` (the agent's clock; None: its newest event's time), newest last: what the
+        header, the title and probe call open."""
+        if now is None:
+            now = self.events[-1].wall if self.events else 0.0
+        once = []
+        for event in reversed(self.events):  # newest first: stop at the first too old
+            if now - event.wall > ONCE_OPEN_S:
+                break
+            if event.state == "once" and event.open_at(now):
+                once.append(event)
+        return [*self.raised.values(), *reversed(once)]
+
+
+SEVERITIES = ("info", "warning", "critical")
+
+
+def worst_of(events: Iterable[Event]) -> str | None:
+    """The worst severity among these events, or None when there is none."""
+    worst = worst_event(events)
+    return worst.severity if worst is not None else None
+
+
+def worst_event(events: Iterable[Event]) -> Event | None:
+    """The worst of these events, the newest among equals; None when there is none."""
+    return max(events, key=lambda e: (SEVERITIES.index(e.severity), e.wall), default=None)
 
 
 def gpu_health(values: dict[str, float]) -> dict[str, Any]:
@@ -55,8 +83,9 @@ def gpu_health(values: dict[str, float]) -> dict[str, Any]:
 
 
 def health_summary(inventory: Inventory, sample: Sample | None, book: EventBook) -> dict[str, Any]:
-    """The server's health as JSON: per GPU its link against the maximum and its health
-    fields, then the conditions up and every event seen."""
+    """The server's health as JSON: whether anything is open and the worst of it (as of the
+    sample), per GPU its state, its link against the maximum and its health fields, then the
+    conditions up, everything open, and every event seen."""
     latest = {gpu.index: gpu for gpu in sample.gpus} if sample is not None else {}
     gpus = []
     for info in inventory.gpus:
@@ -67,9 +96,11 @@ def health_summary(inventory: Inventory, sample: Sample | None, book: EventBook)
         if reading is not None:
             entry |= gpu_health(reading.values)
         gpus.append(entry)
+    opened = book.open_events(sample.wall if sample is not None else None)
     return {
-        "ok": not book.raised,
-        "worst": book.worst(),
+        "ok": not opened,
+        "worst": worst_of(opened),
+        "open": [to_plain(event) for event in opened],
         "gpus": gpus,
         "raised": [to_plain(event) for event in book.raised.values()],
         "events": [to_plain(event) for event in book.events],

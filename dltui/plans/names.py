@@ -43,3 +43,6 @@ MULTICAST_OFF = {
 CPUS_ENV = "DLTUI_CPUS"
 """Where the agent leaves the CPUs it could run on ("0,1,…") before keeping its own threads to
 one (agent/footprint.py): its benchmark workers run on all of them again (bench/worker.py)."""
+NVML_GPUS_ENV = "DLTUI_NVML_GPUS"
+"""How many GPUs the agent's NVML reports, told to each benchmark worker: on "auto", a worker
+whose framework cannot use them refuses rather than run on the CPU unseen (bench/cuda_guard.py)."""

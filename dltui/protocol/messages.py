@@ -658,6 +658,18 @@ class Event(Message):
         """What a resolve matches its raise by."""
         return (self.kind, self.gpu, self.rule)
 
+    def open_at(self, now: float) -> bool:
+        """Whether it still wants attention at `now` (the agent's clock): a condition raised
+        (until its resolve), or a warning or worse that happened once within ONCE_OPEN_S."""
+        if self.state == "raised":
+            return True
+        return self.state == "once" and self.severity != "info" and now - self.wall <= ONCE_OPEN_S
+
+
+ONCE_OPEN_S = 600.0
+"""How long an event that happened once (an XID, an error count that grew) stays open: nothing
+resolves it, and a GPU that fell off the bus ten minutes ago is still news."""
+
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls

@@ -22,6 +22,7 @@ from pathlib import Path
 from dltui.fleet.phases import Phase
 from dltui.foreign_text import shown
 from dltui.formatting import (
+    device_text,
     fmt_duration,
     fmt_rate,
     images_text,
@@ -69,8 +70,14 @@ class Session:
                 if isinstance(r.message, Welcome)}  # fmt: skip
 
     def hostname(self, source: str) -> str:
-        inventory = self.inventories().get(source)
-        return inventory.hostname if inventory is not None else source
+        """The source's hostname, or hostname@source where two of the recording share one."""
+        inventories = self.inventories()
+        inventory = inventories.get(source)
+        if inventory is None:
+            return source
+        hostnames = [other.hostname for other in inventories.values()]
+        name = inventory.hostname
+        return name if hostnames.count(name) == 1 else f"{name}@{source}"
 
     def kernel_phases(self) -> list[tuple[Phase, KernelResult]]:
         return [(p, p.result) for p in self.phases if isinstance(p.result, KernelResult)]
@@ -107,21 +114,22 @@ def servers_table(sessions: list[Session]) -> list[list[str]]:
 
 
 def results_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "rate", "vs V100",
-             "power", "TFLOP/s per W", "util", "tensor", "NVLink", "of link"]]  # fmt: skip
+    rows = [["recording", "host", "case", "pass", "prec", "device", "median", "±", "timed",
+             "rate", "vs V100", "power", "TFLOP/s per W", "util", "tensor", "NVLink",
+             "of link"]]  # fmt: skip
     for session in sessions:
         for phase, r in session.kernel_phases():
-            t = phase.telemetry
+            t, host = phase.telemetry, session.hostname(phase.source)
             if r.error is not None:
-                rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                             "error", r.error, "", "", "", "", "", "", "", "", ""])  # fmt: skip
+                rows.append([session.name, host, f"{r.kind} {r.shape}", r.direction, r.precision,
+                             device_text(r.device), "error", r.error, *[""] * 9])  # fmt: skip
                 continue
             per_watt, watts = phase.tflops_per_watt, phase.watts
             spread = r.spread_s / r.median_s if r.median_s else 0.0
             rows.append([
-                session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                fmt_duration(r.median_s), f"{spread:.1%}", method_text(r), rate_text(r),
-                ratio_text(r),
+                session.name, host, f"{r.kind} {r.shape}", r.direction, r.precision,
+                device_text(r.device), fmt_duration(r.median_s), f"{spread:.1%}", method_text(r),
+                rate_text(r), ratio_text(r),
                 _cell(watts, f"{watts or 0:.0f} W"),
                 _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),

@@ -40,11 +40,15 @@ def server_wirings(recordings: list[tuple[str, list[Record]]]) -> list[ServerWir
     for name, records in recordings:
         inventories = {r.source: r.message.inventory for r in records
                        if isinstance(r.message, Welcome)}  # fmt: skip
+        hostnames = [inventory.hostname for inventory in inventories.values()]
         for source, inventory in inventories.items():
+            host = inventory.hostname
+            if hostnames.count(host) > 1:  # namesakes: told apart by address, as `record` does
+                host = f"{host}@{source}"
             results = [r.message.result for r in records
                        if r.source == source and isinstance(r.message, JobResult)
                        and r.message.result is not None]  # fmt: skip
-            found.append(_server(f"{name}: {inventory.hostname}", inventory, results))
+            found.append(_server(f"{name}: {host}", inventory, results))
     return found
 
 

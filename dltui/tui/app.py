@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -24,10 +25,11 @@ from typing import ClassVar
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 
 from dltui import version
 from dltui.client.session import WATCH_BATCH_S, ClientSession
@@ -51,6 +53,8 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
+from dltui.tui.widgets.fitted_footer import FittedFooter
+from dltui.tui.widgets.server_flags import open_events
 from dltui.tui.widgets.server_header import ServerHeader
 from dltui.tui.widgets.server_strip import OffScreen, ServerStrip
 
@@ -85,15 +89,20 @@ class DltuiApp(App[None]):
         Binding("d,enter", "detail", "Detail", key_display="d"),
         Binding("T", "topology", "Topology", show=False),
         Binding("e", "events", "Events", show=False),
-        Binding("o", "overlay", "Overlay"),
         Binding("w", "window", "Window"),
         Binding("c", "mode", "Compact/panels"),
+        Binding("o", "overlay", "Overlay"),
         Binding("colon", "command_line", "Command", key_display=":"),
         Binding("x", "cancel_run", "Cancel run"),
         Binding("slash", "filter", "Filter", key_display="/", show=False),
         Binding("t", "theme", "Theme", show=False),
         Binding("r", "record", "Record", show=False),
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
+    FOOTER_FIRST: ClassVar[tuple[str, ...]] = ("quit", "help", "cancel_run", "launch", "results",
+                                               "detail", "window", "command_palette", "mode",
+                                               "overlay", "command_line")  # fmt: skip
+    """The footer's keys, most wanted first: what its width cannot hold goes from the end."""
 
     name_filter: reactive[str] = reactive("", init=False)
     """Show only the servers whose name or address holds this (any case)."""
@@ -119,7 +128,7 @@ class DltuiApp(App[None]):
         yield Header()
         yield self.strip
         yield self.strip.off_screen
-        yield Footer()
+        yield FittedFooter()
 
     async def on_mount(self) -> None:
         if not self.is_headless and not self.is_web:
@@ -175,10 +184,27 @@ class DltuiApp(App[None]):
         for state in ("connecting", "busy", "offline", "auth_failed"):
             if states.get(state):
                 words.append(f"{states[state]} {state.replace('_', ' ')}")
+        words += self._danger_words()
         if self.name_filter:
             shown = sum(column.display for column in self.strip.columns)
             words.append(f"filter '{self.name_filter}': {shown} shown")
         return " · ".join(words)
+
+    def _danger_words(self) -> list[str]:
+        """'▲ 1 critical', '2 warning': the events open across servers (conditions up, XIDs
+        within ONCE_OPEN_S), so a sick box is seen from the title whatever is on screen."""
+        counts: Counter[str] = Counter()
+        for source, server in self.fleet.servers.items():
+            now = self.view.timebase.now(source)
+            counts.update(event.severity for event in open_events(server, now))
+        words = [f"▲ {counts['critical']} critical"] if counts["critical"] else []
+        return words + ([f"{counts['warning']} warning"] if counts["warning"] else [])
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """Textual's title, dim, with the open events' counts in their severity's colour."""
+        content = super().format_title(title, sub_title)
+        content = content.highlight_regex(r"▲ \d+ critical", style="bold $text-error")
+        return content.highlight_regex(r"\d+ warning", style="bold $text-warning")
 
     def _run_status(self) -> str:
         run = self.bench_run
@@ -191,17 +217,20 @@ class DltuiApp(App[None]):
     # --- the palette and the command line ----------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """Every key of the screen the palette opened from, by its name, then Textual's own
-        (themes, keys, screenshot) and what has no key there."""
-        seen: set[str] = set()
+        """Every key of the screen the palette opened from, by its name, then what has no key
+        there, then Textual's own (themes, keys, screenshot); each title once (Textual's
+        "Theme" picks among every theme, where `t` only turns dark to light)."""
+        textual = list(super().get_system_commands(screen))
+        seen = {command.title for command in textual}
         for key, active in screen.active_bindings.items():
             binding = active.binding
-            if not active.enabled or not binding.description or binding.action in seen:
+            if not active.enabled or not binding.description or binding.description in seen:
                 continue
-            seen.add(binding.action)
-            shown = binding.key_display or key
+            seen.add(binding.description)
+            shown = f"key {binding.key_display or key}"
             run = partial(self.run_action, binding.action, active.node)
-            yield SystemCommand(binding.description, f"key {shown}", run)
+            words = f"{binding.tooltip} ({shown})" if binding.tooltip else shown
+            yield SystemCommand(binding.description, words, run)
         if screen is self.screen_stack[0]:
             yield SystemCommand(
                 "Export results", "write the results to CSV or JSON", self.action_export
@@ -209,7 +238,7 @@ class DltuiApp(App[None]):
             yield SystemCommand(
                 "Phases", "every benchmark case with its telemetry", self.action_phases
             )
-        yield from super().get_system_commands(screen)
+        yield from textual
 
     async def action_command_line(self) -> None:
         """The `:` line above the footer; made on first use."""
@@ -271,12 +300,22 @@ class DltuiApp(App[None]):
             await self.run_command(event.value)
 
     def on_key(self, event: events.Key) -> None:
+        if event.key != "escape":
+            return
         box = self.focused
-        if event.key == "escape" and isinstance(box, Input) and box.id in ("filter", "command"):
+        if isinstance(box, Input) and box.id in ("filter", "command"):
             if box.id == "filter":
                 box.value = ""
             box.display = False
             self._focus_columns()
+        elif self.name_filter and self.screen is self.screen_stack[0]:
+            for kept in self.screen.query("#filter").results(Input):  # kept with enter
+                kept.value = ""
+            self.name_filter = ""
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C quits, as in every top-like tool, with the status of an interrupt."""
+        self.exit(return_code=130)
 
     def _focus_columns(self) -> None:
         shown = self.strip.on_screen()

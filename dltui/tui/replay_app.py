@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
@@ -16,6 +16,7 @@ from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_positio
 from dltui.tui.app import DltuiApp
 from dltui.tui.screens.jump import JumpScreen
 from dltui.tui.view import MonitorView, ReplayTime
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.position_bar import PositionBar
 
 TICK_S = 0.1
@@ -24,15 +25,18 @@ SEEK_STEP_S = 10.0
 
 class ReplayApp(DltuiApp):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "play_pause", "Play/pause"),
+        Binding("space", "play_pause", "Play", tooltip="Play or pause"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
-        Binding("left_square_bracket", "seek(-1)", "−10 s", key_display="["),
-        Binding("right_square_bracket", "seek(1)", "+10 s", key_display="]"),
-        Binding("g", "jump_to", "Jump to"),
-        Binding("n", "next_phase", "Next case"),
+        Binding("left_square_bracket", "seek(-1)", "−10s", key_display="["),
+        Binding("right_square_bracket", "seek(1)", "+10s", key_display="]"),
+        Binding("g", "jump_to", "Jump", tooltip="Jump to a time"),
+        Binding("n", "next_phase", "Next", tooltip="The next benchmark case"),
         *(Binding(str(d), f"jump({d})", f"{d * 10}%", show=False) for d in range(10)),
     ]
+    FOOTER_FIRST = ("quit", "help", "play_pause", "speed", "seek", "jump_to", "next_phase",
+                    *DltuiApp.FOOTER_FIRST[2:])  # fmt: skip
+    """A replay's own keys come right after quit and help: at 80 columns they all show."""
 
     def __init__(self, replay: ReplaySet) -> None:
         super().__init__(replay.fleet, ClientSession([]), MonitorView(ReplayTime(replay)))
@@ -47,7 +51,7 @@ class ReplayApp(DltuiApp):
         yield self.strip
         yield self.strip.off_screen
         yield self.bar
-        yield Footer()
+        yield FittedFooter()
 
     async def on_mount(self) -> None:
         await super().on_mount()

@@ -80,10 +80,24 @@ class MonitorView:
     """The GPU panels' charts: those some server on screen reports, the same in every column."""
     total_charts: tuple[Chart, ...] = ()
     """The charts of each server's totals under the compact table (or beside no GPU)."""
+    gpu_row: int = 0
+    """The first row of GPU panels on screen, when they do not all fit: one scroll for every
+    column, so their rows stay lined up."""
     version: int = 0
 
     def changed(self) -> None:
         self.version += 1
+
+    def scroll_gpus(self, rows: int) -> None:
+        """Move the rows of GPU panels on screen by `rows`, within those there are."""
+        layout = self.layout
+        if layout is None:
+            return
+        last = max(layout.gpu_rows() - layout.gpu_rows_shown, 0)
+        row = min(max(self.gpu_row + rows, 0), last)
+        if row != self.gpu_row:
+            self.gpu_row = row
+            self.changed()
 
     def next_window(self) -> None:
         self.window = WINDOWS[(WINDOWS.index(self.window) + 1) % len(WINDOWS)]

@@ -196,6 +196,29 @@ async def test_an_injected_xid_is_an_event_and_fires_an_event_rule(
     await client.close()
 
 
+async def test_an_xid_a_client_missed_is_told_at_login_and_probe_reports_it(
+    fake_nvml, agent_factory
+):
+    """An XID happens once, with nothing to resolve it: a client that logs in afterwards is
+    still told (for ONCE_OPEN_S), and `probe` says the server is not ok."""
+    control = fake_nvml({"gpus": [{}, {}]})
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    command(control, gpu=1, xid=79)
+    xid = await until(client.stream, lambda m: isinstance(m, Event) and m.kind == "xid")
+    await client.close()
+    late, _ = await connect(agent.address)
+    assert await until(late.stream, lambda m: isinstance(m, (Event, Sample))) == xid
+    await late.close()
+    health = probe_json(agent.address)["health"]
+    assert not health["ok"] and health["worst"] == "critical"
+    assert [(e["kind"], e["gpu"]) for e in health["open"]] == [("xid", 1)]
+    text = subprocess.run(dltui_command("probe", agent.address), capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, check=True).stdout  # fmt: skip
+    assert "health    critical: gpu 1: XID 79: GPU has fallen off the bus" in text.splitlines()
+    assert "  critical  gpu 1: XID 79: GPU has fallen off the bus" in text.splitlines()
+
+
 def probe_json(address: str) -> dict:
     done = subprocess.run(dltui_command("probe", address, "--json"), capture_output=True,
                           text=True, cwd=ROOT, timeout=60, check=True)  # fmt: skip

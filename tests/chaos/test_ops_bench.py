@@ -9,6 +9,7 @@ import json
 import subprocess
 
 import psutil
+import pytest
 
 from dltui.protocol.messages import Subscribe
 from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
@@ -36,24 +37,69 @@ async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
     agent = agent_factory()
     holder = hold(held, 0)
     owner = f"user {psutil.Process().username()} on GPU 0"
+    cuda = torch_has_cuda()
     try:
         client, _ = await connect(agent.address)  # wait for the agent's list to show it
         await client.stream.send(Subscribe(1, 10.0))
         await until(client.stream, listed(holder.pid))
         await client.close()
-        refused = bench(agent.address)  # device auto: the GPU, if torch had one
+        refused = bench(agent.address)  # device auto: the GPU
         assert refused.returncode == 2, refused.stderr
         assert f"job refused: in use: {owner}; force the run" in refused.stderr
         report = tmp_path / "forced.json"
         forced = bench(agent.address, "--force", "--json", str(report))
     finally:
         stop(holder)
-    assert forced.returncode == 0, forced.stderr
-    assert f"busy: {owner} (forced: the figures below shared the GPUs with it)" in forced.stdout
-    results = json.loads(report.read_text())["results"]
-    assert results and all(result["others"] == owner for result in results)
+    if not cuda:  # forced onto the GPU, but this PyTorch cannot reach it: refused, not the CPU
+        assert forced.returncode == 2, forced.stderr
+        assert "was built without CUDA" in forced.stderr or "sees no GPU" in forced.stderr
+    else:
+        assert forced.returncode == 0, forced.stderr
+        assert f"busy: {owner} (forced: the figures below shared the GPUs with it)" in (
+            forced.stdout
+        )
+        results = json.loads(report.read_text())["results"]
+        assert results and all(result["others"] == owner for result in results)
     cpu = bench(agent.address, "--device", "cpu")  # the CPU is not the GPU someone holds
     assert cpu.returncode == 0, cpu.stderr
+
+
+def torch_has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def test_auto_on_gpus_the_framework_cannot_use_refuses_in_one_line(
+    fake_nvml,  # noqa: F811 (the fixture)
+    agent_factory,
+    tmp_path,
+):
+    """Two GPUs through NVML, a PyTorch without CUDA: "auto" refuses, saying why and how to
+    choose the CPU; chosen on purpose, the CPU runs and every row says so."""
+    if torch_has_cuda():
+        pytest.skip("this PyTorch reaches a GPU: nothing to refuse")
+    fake_nvml({"gpus": [{}, {}]})
+    agent = agent_factory()
+    report = tmp_path / "refused.json"
+    refused = bench(agent.address, "--json", str(report))
+    assert refused.returncode == 2, refused.stderr
+    import torch
+
+    why = (
+        f"job refused: this server has 2 GPUs but PyTorch {torch.__version__} was built "
+        "without CUDA; install a CUDA build, or run on the CPU on purpose with --device cpu"
+    )
+    [line] = refused.stderr.splitlines()  # one line, after the server's name
+    assert line.startswith("# ") and line.endswith(f": {why}")
+    assert json.loads(report.read_text())["results"] == []  # nothing measured, nothing passed off
+    chosen = bench(agent.address, "--device", "cpu")
+    assert chosen.returncode == 0, chosen.stderr
+    lines = chosen.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("kind"))
+    rows = [line for line in lines if line.startswith("gemm")]
+    column = header.index("device")
+    assert rows and all(row[column : column + 6].strip() == "CPU" for row in rows)
 
 
 def test_assertions_pass_or_fail_with_a_line_per_case(agent_factory):

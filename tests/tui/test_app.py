@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 
 from dltui.client.target import parse_target
@@ -277,6 +278,16 @@ async def test_help_opens_and_closes_and_q_quits() -> None:
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert "command palette" in screen_text(app)
+        assert "esc or ? close" in screen_text(app)  # how to leave, on its frame
+        body = app.screen.query_one(VerticalScroll)
+        await pilot.press("G")
+        await wait_until(pilot, lambda: body.scroll_y == body.max_scroll_y > 0)
+        await pilot.press("k")
+        await wait_until(pilot, lambda: body.scroll_y == body.max_scroll_y - 1)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: body.scroll_y == 0)
+        await pilot.press("j")
+        await wait_until(pilot, lambda: body.scroll_y == 1)
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         await pilot.press("question_mark")

@@ -57,7 +57,7 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         text = await wait_for_text(pilot, r"gemm 64x64x64 NN fwd fp32\s+[\d.]+ [GT]FLOP/s")
         assert "rnn lstm h64 n4 t8 fwd+bwd fp32" in text
         results = app.screen
-        assert results.comparison.columns == [socket.gethostname()]
+        assert results.comparison.columns == [f"{socket.gethostname()} · CPU"]  # no GPU here
 
         # Export what is shown, to a name the user types; a second time the file exists.
         await pilot.press("e")
@@ -68,7 +68,9 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
         records = json.loads((tmp_path / "smoke.json").read_text())
         assert len(records) == 19 and {r["kind"] for r in records} == {"gemm", "conv", "rnn"}
-        assert all(r["column"] == socket.gethostname() and r["device"] == "cpu" for r in records)
+        assert all(
+            r["column"] == f"{socket.gethostname()} · CPU" and r["device"] == "cpu" for r in records
+        )
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen))
         app.screen.query_one(Input).value = str(tmp_path / "smoke.json")

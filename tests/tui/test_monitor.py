@@ -8,6 +8,7 @@ import re
 import time
 
 import pytest
+from textual.widgets import Input
 
 from dltui.protocol.messages import Link
 from dltui.tui import DltuiApp, create_app
@@ -150,6 +151,43 @@ async def test_overlay_draws_a_line_per_server_and_the_difference_to_a_baseline(
         await wait_until(pilot, lambda: not isinstance(app.screen, OverlayScreen))
 
 
+async def test_panels_that_do_not_fit_scroll_together_under_a_line_saying_how_many_more():
+    app = create_app([])
+    async with app.run_test(size=(200, 60)) as pilot:
+        fleet_of(app, [8, 2], seconds=10)
+        await wait_for_text(pilot, "gpu-01")
+        await pilot.press("c")  # panels, forced: eight GPUs do not fit in one screen
+        text = await wait_for_text(pilot, r"5 more GPUs ↓")
+        assert "GPU 2 · NVIDIA H200" in text and "GPU 3 · NVIDIA H200" not in text
+        await pilot.press("pagedown")  # a page of panel rows, in every column at once
+        await wait_for_text(pilot, r"▲ 3 above · 2 more GPUs ↓")
+        # The two-GPU server scrolled with it (columns redraw in turns): rows stay in line.
+        text = await wait_for_text(pilot, r"▲ 2 above  ↑↓")
+        assert "GPU 3 · NVIDIA H200" in text and "GPU 0 · NVIDIA H200" not in text
+        layout = app.view.layout
+        assert layout is not None and layout.more_line()
+        for column in app.strip.columns:  # one scroll for all: no column scrolls by itself
+            assert column.body.max_scroll_y == 0
+        await pilot.press("down", "down")
+        await wait_for_text(pilot, r"▲ 5 above")
+        assert app.view.gpu_row == layout.gpu_rows() - layout.gpu_rows_shown  # no further
+
+
+async def test_escape_clears_a_kept_filter() -> None:
+    app = create_app([])
+    async with app.run_test(size=(120, 40)) as pilot:
+        fleet_of(app, [2, 2], seconds=10)
+        await wait_for_text(pilot, "gpu-01")
+        await pilot.press("slash", *"gpu-01", "enter")  # kept: the box goes, the filter stays
+        await wait_until(pilot, lambda: "filter 'gpu-01': 1 shown" in app.sub_title)
+        assert not app.query_one("#filter").display
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "filter" not in app.sub_title)
+        assert all(column.display for column in app.strip.columns)
+        await pilot.press("slash")  # the box opens empty again
+        await wait_until(pilot, lambda: app.query_one("#filter", Input).value == "")
+
+
 async def test_the_command_line_runs_actions_and_suggests_on_a_typo() -> None:
     app = create_app([])
     told: list[str] = []
@@ -168,19 +206,26 @@ async def test_the_command_line_runs_actions_and_suggests_on_a_typo() -> None:
         await wait_until(pilot, lambda: app.view.layout is not None and app.view.layout.compact)
 
 
-async def test_the_palette_offers_every_action() -> None:
+README_ACTIONS = ("Record", "Detail", "Window", "Topology", "Help", "Filter", "Overlay",
+                  "Results")  # fmt: skip
+"""The actions the README names: the palette finds each by its name."""
+
+
+async def test_the_palette_offers_every_action_once() -> None:
     app = create_replay_app([H200])
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for_text(pilot, "h200x2-kernels")
-        titles = {command.title for command in app.get_system_commands(app.screen)}
+        titles = [command.title for command in app.get_system_commands(app.screen)]
         for title in ("Results", "Detail", "Overlay", "Window", "Compact/panels", "Command",
-                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases",
-                      "Play/pause", "Faster", "Slower", "Jump to", "Next case"):  # fmt: skip
-            assert title in titles, title
+                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases", "Topology",
+                      "Events", "Play", "Faster", "Slower", "Jump", "Next"):  # fmt: skip
+            assert titles.count(title) == 1, (title, titles)
+        assert len(titles) == len(set(titles)), titles
     live = create_app([])
     async with live.run_test(size=(120, 40)):
-        titles = {command.title for command in live.get_system_commands(live.screen)}
-        assert {"Record", "Theme", "Results"} <= titles
+        titles = [command.title for command in live.get_system_commands(live.screen)]
+        for title in (*README_ACTIONS, "Quit", "Theme"):
+            assert titles.count(title) == 1, (title, titles)
 
 
 async def test_a_replay_says_it_is_one() -> None:

@@ -91,7 +91,9 @@ async def test_the_fleets_events_screen_and_the_launchers_flag() -> None:
         app.fleet.apply("gpubox:7070", busy_sample(now))
         for event in (LINK, XID, replace(LINK, id=3, state="resolved", detail="ended: link")):
             app.fleet.apply("gpubox:7070", replace(event, wall=now + event.id))
-        await wait_for_text(pilot, "busy: user alice")
+        # The XID is open: the header flags it over the GPUs' other work, the title counts it.
+        await wait_for_text(pilot, r"⚠ GPU \d: XID 79")
+        await wait_until(pilot, lambda: "▲ 1 critical" in app.sub_title)
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, EventsScreen))
         text = await wait_for_text(pilot, "ended: link")

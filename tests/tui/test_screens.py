@@ -54,7 +54,7 @@ async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> N
 
         # The columns are as wide as their cells once drawn, not once the table next idles (in a
         # busy suite run that had not come in ten seconds): read before the app runs again.
-        results.baseline = "cpu-kernels"  # its watcher redraws the table here and now
+        results.baseline = "cpu-kernels · CPU"  # its watcher redraws the table here and now
         drawn = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 TFLOP/s ±\d\.\d% ×\d+ +[\d.,]+×\?? +"
                  r"\d+\.\d GFLOP/s ±\d+\.\d% ×\d+\n")  # fmt: skip
         assert re.search(drawn, screen_text(app) + "\n")

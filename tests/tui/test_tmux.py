@@ -152,6 +152,15 @@ def test_ctrl_c_in_bench_cancels_says_so_and_exits_130(terminal: Terminal) -> No
     assert "lost the connection" not in text and "exited with code" not in text
 
 
+def test_ctrl_c_quits_the_tui_with_130(terminal: Terminal) -> None:
+    terminal.start(f"{DLTUI}; echo rc=$?; sleep 60", width=80, height=24)
+    terminal.until(lambda text: "● live" in text, timeout=60, what="the live host")
+    terminal.keys("C-c")
+    text = str(terminal.until(lambda t: "rc=" in t and t, timeout=15, what="the exit"))
+    assert "rc=130" in text
+    assert "to quit" not in text  # no "press ctrl+q" prompt on the way out
+
+
 def _dltui_under(shell: int) -> psutil.Process:
     """The dltui TUI process a pane's shell started (not its local agent)."""
     for child in psutil.Process(shell).children(recursive=True):

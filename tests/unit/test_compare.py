@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dltui.fleet.compare import REFERENCE, ExportError, build, export
+from dltui.fleet.compare import REFERENCE, ExportError, build, export, server_names
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.recording.replay import ReplaySet, load_tracks
+from tests.tui.synthetic import server_messages
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -27,7 +28,7 @@ def comparison():
 
 def test_a_column_per_server_named_by_what_tells_them_apart(comparison) -> None:
     # Both recorded hosts are called "vm": the recordings' names tell them apart.
-    assert comparison.columns == ["h200x2-kernels", "cpu-kernels"]
+    assert comparison.columns == ["h200x2-kernels", "cpu-kernels · CPU"]
     # The CPU recording ran the H200's cases: every row has both servers, side by side.
     assert len(comparison.rows) == 17
     assert all(set(row.cells) == set(comparison.columns) for row in comparison.rows)
@@ -38,7 +39,7 @@ def test_ratios_to_the_reference_and_to_another_column(comparison) -> None:
     assert row.ratio("h200x2-kernels", REFERENCE, "rate") == pytest.approx(2.339, abs=1e-3)
     assert row.ratio("h200x2-kernels", "h200x2-kernels", "rate") is None  # the baseline itself
     # Against the CPU box: the H200 is hundreds of times faster at this GEMM.
-    assert row.ratio("h200x2-kernels", "cpu-kernels", "rate") > 100
+    assert row.ratio("h200x2-kernels", "cpu-kernels · CPU", "rate") > 100
     cell = row.cells["h200x2-kernels"]
     assert cell.phase is not None and cell.phase.gpus() == {0}  # it ran on cuda:0
     # Recorded before kernels read their own energy: no per-watt, and the cell says why.
@@ -93,3 +94,16 @@ def test_an_efficiency_above_ideal_is_flagged_not_printed_plain() -> None:
     cell = Cell("cpu · 2 procs", run, scaling=Scaling(vs_one_gpu=1.55))
     text = cell_text(Row(("m",), "alexnet", "model", 0, {"x": cell}), "x", "x", "efficiency")
     assert text.plain == "155.0% ⚠ above ideal" and "yellow" in str(text.style)
+
+
+def test_namesakes_are_told_apart_as_host_at_address() -> None:
+    """Two agents whose machines share a hostname, on different addresses: each is
+    hostname@address (as `dltui record` names them); a third keeps its plain hostname."""
+    fleet = Fleet()
+    for source, hostname in (("10.0.0.1:7070", "gpu"), ("10.0.0.2:7070", "gpu"),
+                             ("10.0.0.3:7070", "cpu")):  # fmt: skip
+        for message in server_messages(hostname, 1, 1.7e9, seconds=1.0):
+            fleet.apply(source, message)
+    assert server_names(fleet) == {"10.0.0.1:7070": "gpu@10.0.0.1:7070",
+                                   "10.0.0.2:7070": "gpu@10.0.0.2:7070",
+                                   "10.0.0.3:7070": "cpu"}  # fmt: skip

@@ -10,11 +10,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from dltui.fleet.state import Fleet, ServerView
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.event_list import EventList
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.gpu_detail import GpuDetail
 from dltui.tui.widgets.host_panel import HostPanel
 from dltui.tui.widgets.job_panel import JobPanel
@@ -119,7 +120,7 @@ class DetailScreen(Screen[None]):
             yield Static("Benchmark cases on this server, with the telemetry while each ran",
                          classes="heading")  # fmt: skip
             yield PhaseTable(self.fleet, server.source)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.server.name} in detail"

@@ -10,9 +10,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Header
 
+from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 0.5
 COLUMNS = ("time", "server", "GPU", "severity", "kind", "state", "detail")
@@ -29,7 +31,7 @@ class EventsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(zebra_stripes=True, cursor_type="row")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "health events and alerts"
@@ -39,13 +41,14 @@ class EventsScreen(Screen[None]):
 
     def rows(self) -> list[tuple[str, ...]]:
         found = []
-        for server in self.fleet.servers.values():
+        names = server_names(self.fleet)
+        for source, server in self.fleet.servers.items():
             up = {id(event) for event in server.events.raised.values()}
             for event in server.events.events:
                 when = event.wall - (server.offset or 0.0)
                 state = "up" if id(event) in up else event.state
                 found.append((when, (time.strftime("%H:%M:%S", time.localtime(when)),
-                                     server.name, "host" if event.gpu is None else str(event.gpu),
+                                     names[source], "host" if event.gpu is None else str(event.gpu),
                                      event.severity, event.kind, state, event.detail)))  # fmt: skip
         return [row for _, row in sorted(found, key=lambda item: -item[0])]
 

@@ -38,11 +38,11 @@ HELP: tuple[Section, ...] = (
         ("w", "the charts' window: 1 min, 10 min, 1 h"),
         ("c", "compact (a line per GPU) or panels (charts per GPU); small screens start compact"),
         (":", "a command: bench quick, record, filter gpu-0, window 10m, overlay, help …"),
-        ("/", "filter servers by name"),
+        ("/", "filter servers by name; escape clears the filter"),
         ("t", "light or dark theme"),
         ("r", "record every frame to dltui-DATE-TIME.dlrec here; r again stops"),
-        ("q", "quit (stops the connections; a local agent exits)"),
-        ("?", "this help; escape or ? closes it"),
+        ("q", "quit (stops the connections; a local agent exits); ctrl+c too (exit status 130)"),
+        ("?", "this help: ↑ ↓ j k scroll, g G top and end, escape or ? closes it"),
         ("ctrl+p", "command palette: every action above, every theme, screenshot"),
         ("← →", "one server left, right; home, end: first, last"),
         ("tab", "focus the next server (its header lights up); ↑ ↓ scroll it"),
@@ -105,6 +105,12 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
         Binding("question_mark", "dismiss", "Close", show=False),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+        Binding("pagedown,space", "scroll(10)", "Page down", show=False),
+        Binding("pageup", "scroll(-10)", "Page up", show=False),
+        Binding("g,home", "scroll_to_end(0)", "Top", show=False),
+        Binding("G,end", "scroll_to_end(1)", "End", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -120,4 +126,12 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog") as body:
             body.border_title = "dltui help"
+            body.border_subtitle = "↑↓ j k scroll · g G top, end · esc or ? close"
             yield Static(help_text())
+
+    def action_scroll(self, rows: int) -> None:
+        self.query_one(VerticalScroll).scroll_relative(y=rows, animate=False)
+
+    def action_scroll_to_end(self, end: int) -> None:
+        body = self.query_one(VerticalScroll)
+        body.scroll_to(y=body.max_scroll_y if end else 0, animate=False)

@@ -15,7 +15,6 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import (
-    Footer,
     Input,
     Label,
     RadioButton,
@@ -31,6 +30,7 @@ from dltui.plans.check import PlanError
 from dltui.plans.names import FRAMEWORKS, PRECISIONS
 from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch, size_lines
 from dltui.tui.widgets.busy_note import BusyNote
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -197,7 +197,7 @@ class LauncherScreen(ModalScreen[Start | None]):
                 yield Static("", id="estimate")
                 yield BusyNote(self.fleet)
             yield Static("", id="status")
-            yield Footer()
+            yield FittedFooter()
 
     def choice(self) -> Choice:
         plans = self.query_one("#plans", RadioSet)

@@ -18,13 +18,14 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
 from dltui.tui.charts import TOTAL_CHARTS, Chart, Frame, present, total_latest, total_plot
 from dltui.tui.units import short
 from dltui.tui.view import MonitorView
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_words
 
 COLORS = ("#5fafff", "#ffaf5f", "#87d75f", "#d787d7", "#5fd7d7", "#ff5f5f", "#d7d75f", "#afafaf")
@@ -144,7 +145,7 @@ class OverlayScreen(Screen[None]):
         with VerticalScroll():
             yield from self.charts
         yield TimeAxis(self)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "overlay"

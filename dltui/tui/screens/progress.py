@@ -13,12 +13,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, ProgressBar, Static
+from textual.widgets import Label, ProgressBar, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
 from dltui.formatting import left_words
 from dltui.tui.run import BenchmarkRun
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 Next = Literal["results", "new"]
 REFRESH_S = 0.25
@@ -85,7 +86,7 @@ class ProgressScreen(ModalScreen[Next | None]):
                     self._bars[member.source] = (bar, what)
                     name = Label(Content(names.get(member.source, member.source)))
                     yield Horizontal(name, bar, what, classes="server-progress")
-            yield Footer()
+            yield FittedFooter()
 
     def on_mount(self) -> None:
         self._refresh_progress()

@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 
 from dltui.fleet.compare import (
     METRIC_WORDS,
@@ -35,6 +35,7 @@ from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.phase_table import PhaseTable
 
 REFRESH_S = 1.0
@@ -138,7 +139,7 @@ class ResultsScreen(Screen[None]):
                 yield PhaseTable(self.fleet)
             with TabPane("Topology", id="topology"):
                 yield WiringSummary(self.fleet)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "results"

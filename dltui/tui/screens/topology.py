@@ -18,8 +18,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
+from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import fmt_bytes, gpu_wiring, group_text, host_wiring, nic_wiring, peer_text
 from dltui.plans.topology import (
@@ -34,6 +35,7 @@ from dltui.plans.topology import (
     peer_figures,
 )
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult
+from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 1.0
 WIDE = 150
@@ -234,12 +236,14 @@ class ServerWiring(Horizontal):
     }
     """
 
-    def __init__(self, server: ServerView, full: bool) -> None:
+    def __init__(self, server: ServerView, full: bool, name: str | None = None) -> None:
         super().__init__()
         self.server = server
         self.full = full
+        self.label = name or server.name
+        """The server's name for people: hostname@address where two share a hostname."""
         self.blocks = {name: WiringBlock(title) for name, title in (
-            ("host", f"{server.name}: host"), ("matrix", "GPU to GPU"), ("links", "links"),
+            ("host", f"{self.label}: host"), ("matrix", "GPU to GPU"), ("links", "links"),
             ("gpus", "GPUs"), ("nics", "NICs"),
             ("bandwidth", "peer copies, row to column, in their links' colours"),
             ("measured", "measured over the links"),
@@ -256,7 +260,7 @@ class ServerWiring(Horizontal):
         if inventory is None:
             blocks["host"].show([Content.styled("waiting for the inventory…", "$text-muted")])
             return
-        blocks["host"].title = f"{self.server.name}: host"
+        blocks["host"].title = f"{self.label}: host"
         blocks["host"].show(host_lines(inventory))
         blocks["matrix"].show(matrix_lines(inventory))
         blocks["links"].show(legend_lines(inventory))
@@ -280,17 +284,17 @@ class TopologyScreen(Screen[None]):
         super().__init__()
         self.server = server
         self.fleet = fleet
-        self.view = ServerWiring(server, full=True)
+        self.view = ServerWiring(server, True, server_names(fleet).get(server.source))
         self._drawn: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll():
             yield self.view
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.server.name}: how it is wired"
+        self.sub_title = f"{self.view.label}: how it is wired"
         self.redraw()
         self.set_interval(REDRAW_S, self.redraw)
 
@@ -329,8 +333,10 @@ class WiringSummary(VerticalScroll):
             return
         self._drawn = self.fleet.version
         shown = {view.server.source for view in self.query_children(ServerWiring)}
+        names = server_names(self.fleet)
         for source, server in self.fleet.servers.items():
             if source not in shown:
-                self.mount(ServerWiring(server, full=False))
+                self.mount(ServerWiring(server, False, names[source]))
         for view in self.query_children(ServerWiring):
+            view.label = names[view.server.source]  # a namesake may have joined since
             view.redraw()

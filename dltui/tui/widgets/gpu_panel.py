@@ -7,6 +7,7 @@ from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
 from dltui.protocol.fields import throttle_words
+from dltui.tui import danger
 from dltui.tui.charts import Chart, gpu_info, gpu_plot
 from dltui.tui.layout import split
 from dltui.tui.view import MonitorView
@@ -53,7 +54,10 @@ class GpuPanel(FleetPanel):
         border-subtitle-color: $text-muted;
         border-subtitle-align: right;
         padding: 0 1;
-        &.-lost {
+        &.-warning {
+            border: round $warning;
+        }
+        &.-critical, &.-lost {
             border: round $error;
         }
     }
@@ -87,6 +91,9 @@ class GpuPanel(FleetPanel):
             return False
         gpu = self.server.gpus.get(self.index)
         self.set_class(gpu is not None and gpu.state == "lost", "-lost")
+        level = "ok" if gpu is None or self.muted else danger.gpu_level(gpu.last)
+        for severity in ("warning", "critical"):  # its border, by its worst reading
+            self.set_class(level == severity, f"-{severity}")
         return True
 
     def heights(self) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
-from dltui.protocol.fields import throttle_words
+from dltui.tui import danger
 from dltui.tui.charts import gpu_info
 from dltui.tui.scales import CLOCK_FLOOR_MHZ, physical_top
 from dltui.tui.units import short
@@ -22,13 +22,6 @@ from dltui.tui.widgets.graph import MUTED
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.spark import hbar
 
-HELD_DOWN = {
-    "software power cap",
-    "hardware slowdown",
-    "software thermal slowdown",
-    "hardware thermal slowdown",
-    "hardware power brake",
-}
 MAX_BAR = 16
 
 
@@ -57,6 +50,8 @@ class Column:
     bar: bool
     text: Callable[[ServerView, GpuView], str]
     fraction: Callable[[ServerView, GpuView], float | None] = lambda server, gpu: None
+    level: Callable[[danger.Latest], danger.Level] | None = None
+    """How alarming its reading is (danger.py), for the text's colour."""
 
 
 def _fraction(name: str, floor: float = 0.0) -> Callable[[ServerView, GpuView], float | None]:
@@ -85,6 +80,10 @@ def _power(server: ServerView, gpu: GpuView) -> str:
     return f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"
 
 
+def _temperature(server: ServerView, gpu: GpuView) -> str:
+    return short(_latest(gpu, "temp"), "°C")
+
+
 def _clock(server: ServerView, gpu: GpuView) -> str:
     clock = _latest(gpu, "clock_sm")
     return f"{clock:.0f}" if clock is not None else "–"
@@ -97,10 +96,10 @@ def _percent(name: str) -> Callable[[ServerView, GpuView], str]:
 COLUMNS = (
     Column("util", 4, True, _percent("util_gpu"), _fraction("util_gpu")),
     Column("mem", 8, True, _memory, _fraction("mem_used")),
-    Column("power", 8, False, _power),
-    Column("temp", 4, False, lambda server, gpu: short(_latest(gpu, "temp"), "°C")),
+    Column("power", 8, False, _power, level=danger.power),
+    Column("temp", 4, False, _temperature, level=danger.temperature),
     Column("tensor", 6, False, _percent("tensor_active")),
-    Column("SM MHz", 4, True, _clock, _fraction("clock_sm", CLOCK_FLOOR_MHZ)),
+    Column("SM MHz", 4, True, _clock, _fraction("clock_sm", CLOCK_FLOOR_MHZ), danger.throttle),
     Column("PCIe ↑↓", 10, False, lambda server, gpu: _pair(gpu, "pcie_tx", "pcie_rx")),
     Column("NVLink ↑↓", 10, False, lambda server, gpu: _pair(gpu, "nvlink_tx", "nvlink_rx")),
 )
@@ -122,12 +121,6 @@ def fit(width: int, columns: tuple[Column, ...] = COLUMNS) -> tuple[list[Column]
     bars = sum(column.bar for column in shown)
     extra = (width - used) // bars if bars else 0
     return shown, BAR_MIN + min(extra, MAX_BAR - BAR_MIN)
-
-
-def held_down(gpu: GpuView) -> bool:
-    """Whether power or heat holds its clocks down now."""
-    mask = _latest(gpu, "throttle")
-    return bool(mask) and bool(HELD_DOWN.intersection(throttle_words(int(mask or 0))))
 
 
 class GpuTable(FleetPanel):
@@ -167,8 +160,12 @@ class GpuTable(FleetPanel):
             return Content.assemble(name, ("no samples yet", "$text-muted"))
         if gpu.state == "lost":
             return Content.assemble(name, ("✕ lost: stopped answering NVML", "bold $text-error"))
+        latest = gpu.last
+        errors = danger.memory_errors(latest)
         if gpu.state == "error":
             name = (f"{index:>2}⚠", "bold $text-warning")
+        elif errors != "ok" and not muted:  # ECC or remapping: the GPU itself is marked
+            name = (f"{index:>2}!", danger.STYLES[errors])
         value = "$text-muted" if muted else "bold"
         parts: list[tuple[str, str] | str] = [name]
         for column in columns:
@@ -178,6 +175,6 @@ class GpuTable(FleetPanel):
                 style = MUTED if muted else "$accent"
                 parts += [(hbar(fraction, bar), f"{style} on $boost"), " "]
             text = column.text(server, gpu).rjust(column.width)
-            held = column.header == "SM MHz" and held_down(gpu) and not muted
-            parts.append((text, "bold $text-warning" if held else value))
+            level = column.level(latest) if column.level is not None and not muted else "ok"
+            parts.append((text, danger.STYLES[level] or value))
         return Content.assemble(*parts)

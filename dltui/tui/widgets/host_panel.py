@@ -10,7 +10,7 @@ from textual.content import Content
 
 from dltui.fleet.state import ServerView
 from dltui.tui.charts import HOST_CHARTS, total_plot
-from dltui.tui.layout import core_rows
+from dltui.tui.layout import CORE_LABEL, core_rows
 from dltui.tui.units import short
 from dltui.tui.widgets.graph import MUTED, chart_lines
 from dltui.tui.widgets.panel import FleetPanel
@@ -28,11 +28,14 @@ def core_style(percent: float) -> str:
 def core_bars(per_core: list[float], width: int) -> list[Content]:
     """One block per core, wrapped to the width: a single pegged core (a Python data loader)
     stands out where the all-core average hides it."""
-    width = max(width, 1)
+    label: tuple[str, str] = (CORE_LABEL, "$text-muted")
+    width = max(width - len(CORE_LABEL), 1)
     lines = []
     for start in range(0, len(per_core), width):
         chunk = per_core[start : start + width]
-        lines.append(Content.assemble(*((level_char(p / 100), core_style(p)) for p in chunk)))
+        blocks = ((level_char(p / 100), core_style(p)) for p in chunk)
+        lines.append(Content.assemble(label, *blocks))
+        label = (" " * len(CORE_LABEL), "")
     return lines
 
 

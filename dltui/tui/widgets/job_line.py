@@ -1,6 +1,7 @@
-"""A server's benchmark job in three lines at the top of its column, always three (blank
-without one), so the rows below stay in line with the other columns: its state and progress
-with an estimate of what is left, the case it runs (or why it failed), its latest result."""
+"""A server's benchmark job in three lines at the top of its column, three in every column
+once one has run a job (blank without one), so the rows below stay in line with the other
+columns: its state and progress with an estimate of what is left, the case it runs (or why
+it failed), its latest result. Before any job, one line says so."""
 
 from __future__ import annotations
 

@@ -20,6 +20,9 @@ class ServerCharts(FleetPanel):
     }
     """
 
+    host_charted = False
+    """Whether the host's panel above charts the CPU (panels mode): not charted again here."""
+
     def charts_now(self) -> bool:
         return True
 
@@ -27,6 +30,11 @@ class ServerCharts(FleetPanel):
         charts = self.view.total_charts
         if not self.server.gpus:  # its GPUs' rows are its host's
             charts = tuple(chart for chart in charts if chart.host)
+        if self.host_charted:  # the host panel above draws the CPU already
+            charts = tuple(chart for chart in charts if chart.name != "cpu")
+        if not self.server.host and not self.server.gpus:
+            why = "never reached" if self.server.inventory is None else "no samples yet"
+            return [Content.styled(f"nothing measured: {why}", "$text-muted")]
         heights = filler_charts(self.content_size.height, len(charts))
         lines: list[Content] = []
         muted = self.muted

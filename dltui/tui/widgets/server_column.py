@@ -11,21 +11,23 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 
 from dltui.fleet.state import ServerView
-from dltui.tui.layout import Layout
+from dltui.tui.layout import HOST_LINE_ROWS, Layout
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.gpu_panel import GpuPanel
 from dltui.tui.widgets.gpu_table import GpuTable
 from dltui.tui.widgets.host_panel import HostPanel
 from dltui.tui.widgets.job_line import JobLine
+from dltui.tui.widgets.more_gpus import MoreGpus
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.server_charts import ServerCharts
 from dltui.tui.widgets.server_header import ServerHeader
 
 
 class ServerColumn(Vertical, can_focus=True):
-    """The header stays put; the rest scrolls under it when it does not fit (panels forced on
-    a small terminal, a box with many GPUs). The column takes the focus as a whole (tab, a
-    click): its header lights up, and d or enter opens that server."""
+    """The header stays put. GPU panels that do not all fit scroll a row of panels at a time,
+    every column together (the view's `gpu_row`), a line under them saying how many more;
+    a compact table taller than the screen scrolls under the header. The column takes the
+    focus as a whole (tab, a click): its header lights up, and d or enter opens that server."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "scroll(-1)", "Scroll up", show=False),
@@ -41,6 +43,8 @@ class ServerColumn(Vertical, can_focus=True):
         & > VerticalScroll {
             height: 1fr;
             scrollbar-size-vertical: 1;
+            scrollbar-background: $panel;
+            scrollbar-color: $primary;
         }
         & Grid {
             height: auto;
@@ -61,20 +65,29 @@ class ServerColumn(Vertical, can_focus=True):
         self.host = HostPanel(server, view)
         self.table = GpuTable(server, view)
         self.grid = Grid()
+        self.more = MoreGpus()
         self.charts = ServerCharts(server, view)
         self.body = VerticalScroll(
-            self.job, self.host, self.table, self.grid, self.charts, can_focus=False
+            self.job, self.host, self.table, self.grid, self.more, self.charts, can_focus=False
         )
         self.gpu_panels: dict[int, GpuPanel] = {}
         self._drawn_version: Hashable = None
         self._applied: Layout | None = None
+        self._rows_shown: tuple[Layout | None, int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield self.header
         yield self.body
 
     def action_scroll(self, rows: int) -> None:
-        self.body.scroll_relative(y=rows, animate=False)
+        """GPU panels a row (a page: the rows on screen) at a time in every column; else
+        this column's body."""
+        layout = self._applied
+        if layout is not None and layout.more_line():
+            page = layout.gpu_rows_shown if abs(rows) > 1 else 1
+            self.view.scroll_gpus(page if rows > 0 else -page)
+        else:
+            self.body.scroll_relative(y=rows, animate=False)
 
     def parts(self) -> list[FleetPanel]:
         """What shows now, in the current mode."""
@@ -82,21 +95,42 @@ class ServerColumn(Vertical, can_focus=True):
         gpus: list[FleetPanel] = [self.table] if compact else list(self.gpu_panels.values())
         return [self.job, self.host, *gpus, self.charts]
 
+    def _show_gpu_rows(self) -> None:
+        """The rows of panels from the view's `gpu_row` on, and how many are off screen."""
+        layout = self._applied
+        state = (layout, self.view.gpu_row, len(self.gpu_panels))
+        if layout is None or state == self._rows_shown:
+            return
+        self._rows_shown = state
+        self.more.display = layout.more_line() and bool(self.gpu_indices())
+        per_row = layout.gpu_columns
+        first = self.view.gpu_row * per_row
+        last = first + layout.gpu_rows_shown * per_row
+        panels = list(self.gpu_panels.values())
+        for index, panel in enumerate(panels):
+            panel.display = first <= index < last
+        self.more.show(min(first, len(panels)), max(len(panels) - last, 0))
+
     def apply(self, layout: Layout) -> None:
         """Take the strip's layout: each part's height, the GPUs as a table or panels."""
         if layout == self._applied:
             return
         self._applied = layout
-        self.host.set_class(not layout.compact, "-panel")
+        self.job.styles.height = layout.job
+        self.host.set_class(layout.host > HOST_LINE_ROWS, "-panel")
+        self.charts.host_charted = layout.host > HOST_LINE_ROWS
         self.host.styles.height = layout.host
         self.table.display = layout.compact and layout.table > 0
         self.table.styles.height = layout.table
         self.grid.display = not layout.compact and bool(self.gpu_panels)
         self.grid.styles.grid_size_columns = layout.gpu_columns
         self.grid.styles.grid_rows = str(max(layout.gpu_height, 1))
+        # As tall as the most GPUs' panels on screen, whatever this server has: rows line up.
+        self.grid.styles.height = layout.gpu_rows_shown * layout.gpu_height
         for panel in self.gpu_panels.values():
             panel.styles.height = layout.gpu_height
         self._size_charts()
+        self._show_gpu_rows()
         self._drawn_version = None  # everything draws again at its new size
 
     def _size_charts(self) -> None:
@@ -107,7 +141,7 @@ class ServerColumn(Vertical, can_focus=True):
         rows = layout.filler
         if not self.gpu_indices():
             rows += layout.gpu_area()
-            self.table.display = self.grid.display = False
+            self.table.display = self.grid.display = self.more.display = False
         self.charts.display = rows > 0
         self.charts.styles.height = rows
 
@@ -121,6 +155,7 @@ class ServerColumn(Vertical, can_focus=True):
         if version != self._drawn_version:
             self._drawn_version = version
             self._add_gpu_panels(version)
+            self._show_gpu_rows()
         for panel in self.parts():
             if panel.display and self.screen.can_view_partial(panel):
                 panel.sync(version)

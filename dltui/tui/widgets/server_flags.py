@@ -7,24 +7,29 @@ from __future__ import annotations
 
 from textual.content import Content
 
+from dltui.fleet.health import worst_event
 from dltui.fleet.state import ServerView
 from dltui.plans.occupancy import busy_words
 from dltui.protocol.messages import Event
 
 SEVERITY_STYLES = {"info": "$text-muted", "warning": "bold $text-warning",
                    "critical": "bold $text-error"}  # fmt: skip
-SEVERITY_ORDER = ("info", "warning", "critical")
 
 
-def server_flag(server: ServerView) -> Content | None:
-    """The one line to flag, where there is one: a critical condition, else someone else's
-    work on the GPUs, else the worst other condition (with how many more are up)."""
-    raised = sorted(server.events.raised.values(),
-                    key=lambda e: (SEVERITY_ORDER.index(e.severity), e.id))  # fmt: skip
+def open_events(server: ServerView, now: float) -> list[Event]:
+    """The server's open events at `now` (this client's clock): conditions up, and XIDs and
+    error counts that grew within ONCE_OPEN_S."""
+    return server.events.open_events(now + (server.offset or 0.0))
+
+
+def server_flag(server: ServerView, now: float) -> Content | None:
+    """The one line to flag, where there is one: a critical event open, else someone else's
+    work on the GPUs, else the worst other open event (with how many more are open)."""
+    opened = open_events(server, now)
+    worst = worst_event(opened)
     sick = None
-    if raised:
-        worst = raised[-1]
-        more = f" (+{len(raised) - 1} more)" if len(raised) > 1 else ""
+    if worst is not None:
+        more = f" (+{len(opened) - 1} more)" if len(opened) > 1 else ""
         sick = Content.styled(f"⚠ {event_words(worst)}{more}", SEVERITY_STYLES[worst.severity])
         if worst.severity == "critical":
             return sick

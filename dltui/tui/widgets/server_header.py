@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -9,12 +10,13 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.message import Message
 
+from dltui.fleet.health import worst_of
 from dltui.fleet.state import ServerView
 from dltui.protocol.messages import Inventory
 from dltui.tui.layout import HEADER_ROWS
 from dltui.tui.view import Timebase
 from dltui.tui.widgets.panel import FleetPanel
-from dltui.tui.widgets.server_flags import server_flag
+from dltui.tui.widgets.server_flags import open_events, server_flag
 
 
 def gpu_summary(inventory: Inventory | None) -> Content:
@@ -105,6 +107,13 @@ class ServerHeader(FleetPanel):
         &:hover {{
             background: $boost-lighten-1;
         }}
+        &.-warning {{
+            border-bottom: heavy $warning;
+        }}
+        &.-critical {{
+            border-bottom: heavy $error;
+            background: $error 15%;
+        }}
     }}
     """
 
@@ -123,5 +132,24 @@ class ServerHeader(FleetPanel):
         if server.source not in (server.name, "local"):
             name += Content.styled(f"  {server.source}", "$text-muted")
         state, detail = link_state(server, self.view.timebase)
-        flag = server_flag(server) if not detail.plain else None  # busy, or sick: when nothing else
+        now = self.view.timebase.now(server.source)
+        worst = worst_of(open_events(server, now))
+        for severity in ("warning", "critical"):
+            self.set_class(worst == severity, f"-{severity}")
+        # Its worst open event, or someone else's work on its GPUs: in place of the detail
+        # when there is none, and in any case when it is critical.
+        flag = server_flag(server, now) if worst == "critical" or not detail.plain else None
+        if server.inventory is None and server.link in ("offline", "auth_failed", "busy"):
+            # Never welcomed: nothing to say of its GPUs, and the why gets the two lines.
+            return [name, state, *two_lines(detail, width)]
         return [name, gpu_summary(server.inventory), state, flag or detail]
+
+
+def two_lines(words: Content, width: int) -> list[Content]:
+    """`words` wrapped to `width` in two lines at most (the second cut with an ellipsis)."""
+    lines = textwrap.wrap(words.plain, max(width, 8)) or [""]
+    if len(lines) > 2:
+        rest = " ".join(lines[1:])
+        lines = [lines[0], rest[: max(width, 8) - 1] + "…"]
+    style = words.spans[0].style if words.spans else ""
+    return [Content.styled(line, style) for line in lines]

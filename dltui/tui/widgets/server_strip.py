@@ -31,10 +31,12 @@ class Shape:
     gpu_charts: tuple[Chart, ...]
     total_charts: tuple[Chart, ...]
     mode: Mode
+    jobs: bool
+    """Whether a shown server has run a job: the job lines take their three rows."""
 
     def layout(self, mode: Mode | None = None) -> Layout:
         return plan(self.height, self.width, self.gpus, self.cores, len(self.gpu_charts),
-                    mode or self.mode)  # fmt: skip
+                    mode or self.mode, self.jobs)  # fmt: skip
 
 
 class OffScreen(Widget):
@@ -156,13 +158,15 @@ class ServerStrip(HorizontalScroll):
         cores = max((len(server.cpu_per_core) for server in servers), default=0)
         height = self.size.height - HEADER_ROWS - 1
         view = self.view
+        jobs = any(server.latest_job is not None for server in servers)
         shape = Shape(height, self.column_width, gpus, cores, present(GPU_CHARTS, servers),
-                      present(TOTAL_CHARTS, servers), view.mode)  # fmt: skip
+                      present(TOTAL_CHARTS, servers), view.mode, jobs)  # fmt: skip
         if shape == self._shape and not force:
             return
         self._shape = shape
         view.gpu_charts, view.total_charts = shape.gpu_charts, shape.total_charts
         view.layout = shape.layout()
+        view.scroll_gpus(0)  # within the rows of panels there are now
         for column in self.columns:
             column.apply(view.layout)
 
