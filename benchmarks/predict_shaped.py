@@ -59,11 +59,11 @@ WORKLOADS = {
 }
 
 
-def workloads(frameworks: list[str]) -> list[Workload]:
+def workloads(frameworks: list[str], ratios: tuple[str, ...] = tuple(WORKLOADS)) -> list[Workload]:
     return [Workload(f"{framework} {model} b{batch} ({ratio} gradient/compute)", framework,
                      model, size, batch)
             for framework in frameworks
-            for ratio, (model, size, batch) in WORKLOADS.items()]  # fmt: skip
+            for ratio, (model, size, batch) in WORKLOADS.items() if ratio in ratios]  # fmt: skip
 
 
 class Runner:
@@ -188,6 +188,7 @@ def run(
     warmup: int = 2,
     say: Callable[[str], None] = print,
     keep: Path | None = None,
+    ratios: tuple[str, ...] = tuple(WORKLOADS),
 ) -> list[dict[str, object]]:
     """Every (rate, workload, host count) row; the cluster is made and removed here. `keep`:
     a folder for every run's JSON (else a temporary one)."""
@@ -203,7 +204,7 @@ def run(
                 for host in range(1, max(hosts) + 1):
                     cluster.shape(host, rate)
                 curves = {framework: runner.curve(framework) for framework in frameworks}
-                for workload in workloads(frameworks):
+                for workload in workloads(frameworks, ratios):
                     rows += compare(runner, cluster, rate, workload, hosts, repeats,
                                     curves[workload.framework], say)  # fmt: skip
             for retry in runner.retries:

@@ -1,0 +1,27 @@
+"""`dltui predict` held against real data-parallel training across network namespaces whose
+links are shaped with tc, each host's CPU held to the same quota: torch DDP over Gloo and
+TensorFlow's MultiWorkerMirroredStrategy, a gradient-heavy CNN, fed only with the one-host
+profile and the all-reduce curve of the same links. The full table (three rates, 2 and 4
+hosts, two workloads, three repeats) is benchmarks/predict_shaped.py's; this is its smallest
+slice, within the issue's 15%."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.predict_shaped import error, run
+from tests.conftest import require
+from tests.netns import unavailable
+
+REASON = unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+def test_predictions_hold_on_a_shaped_link_for_both_frameworks():
+    require("torch", "tensorflow")
+    rows = run(["100mbit"], [2], repeats=1, frameworks=["torch", "tensorflow"], quota=0.4,
+               steps=4, say=lambda _: None, ratios=("high",))  # fmt: skip
+    assert [row["framework"] for row in rows] == ["torch", "tensorflow"]
+    for row in rows:
+        assert row["measured_images_per_s"] > 0 and row["predicted_images_per_s"] > 0
+        assert abs(error(row)) <= 0.15, row
