@@ -122,12 +122,12 @@ def lines(table: WhatIf) -> list[str]:
             rows.append([str(p.layout), str(p.layout.total), p.missing])
             continue
         cells = [str(p.layout), f"{p.layout.total:,}", f"{p.step_s * 1e3:.4g} ms",
-                 f"{p.images_per_s:,.4g}", f"{p.efficiency_vs_gpu:.1%}",
+                 _rate(p.images_per_s), f"{p.efficiency_vs_gpu:.1%}",
                  f"{row.efficiency_vs_server:.1%}" if row.efficiency_vs_server else "–",
                  f"{p.waiting_share:.0%}"]  # fmt: skip
         if len(header) > 7 and header[7] == "measured":
             measured = row.measured_images_per_s
-            cells += [f"{measured:,.4g}" if measured else "–",
+            cells += [_rate(measured) if measured else "–",
                       f"{row.error:+.1%}" if row.error is not None else "–"]  # fmt: skip
         if table.target is not None:
             cells.append(_network(row.network_gbit))
@@ -140,6 +140,13 @@ def lines(table: WhatIf) -> list[str]:
         pairs = enumerate(zip(cells, widths, strict=True))
         out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs))
     return out
+
+
+def _rate(images_per_s: float) -> str:
+    """Four significant figures, grouped: 52,340 and 11.72."""
+    if images_per_s >= 1000:
+        return f"{float(f'{images_per_s:.4g}'):,.0f}"
+    return f"{images_per_s:.4g}"
 
 
 def _network(gbit: float | None) -> str:
