@@ -117,3 +117,23 @@ def test_bad_requests_exit_2_with_one_clear_line(args, words):
                           cwd=ROOT, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_h200_recording_gives_an_nvlink_curve_for_a_described_model():
+    """The two-H200 all-reduce results recorded on the device are an NVLink curve: a described
+    ResNet-50 at the H200's measured one-GPU images/s is predicted on eight GPUs with it."""
+    recording = ROOT / "tests" / "fixtures" / "h200x2-kernels.dlrec"
+    command = dltui_command("predict", str(recording), "--model", "resnet50", "--batch", "256",
+                            "--images-per-s", "6787", "--layouts", "1x1,1x8,2x4",
+                            "--network-gbit", "400", "--json", "-")  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)
+    (inside,) = [s for s in table["sources"] if s.startswith("inside a server")]
+    assert "measured: nccl all-reduce, 2 GPUs" in inside and "7 sizes" in inside
+    busbw = float(inside.split("; ")[1].split(" GB/s")[0])
+    assert 250 < busbw < 450  # NVLink 4 between two H200s, as nccl-tests measures it
+    rows = {row["layout"]: row for row in table["rows"]}
+    assert rows["1x1"]["predicted_images_per_s"] == pytest.approx(6787)
+    assert 0.9 < rows["1x8"]["predicted_efficiency_vs_gpu"] < 1
+    assert rows["2x4"]["predicted_efficiency_vs_gpu"] < rows["1x8"]["predicted_efficiency_vs_gpu"]
