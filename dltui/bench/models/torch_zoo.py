@@ -47,16 +47,13 @@ def _conv_bn(nn: Any, cin: int, cout: int, kernel: int, stride: int = 1, relu: b
     return nn.Sequential(*layers)
 
 
-def _resnet50(nn: Any, classes: int) -> Any:
-    class Bottleneck(nn.Module):
-        def __init__(self, cin: int, width: int, stride: int) -> None:
+def _residual(nn: Any, body: Any, cin: int, cout: int, stride: int) -> Any:
+    """ReLU(body(x) + shortcut(x)): the shortcut a 1×1 projection where the shape changes."""
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
             super().__init__()
-            cout = width * 4
-            self.body = nn.Sequential(
-                _conv_bn(nn, cin, width, 1),
-                _conv_bn(nn, width, width, 3, stride),
-                _conv_bn(nn, width, cout, 1, relu=False),
-            )
+            self.body = body
             self.shortcut = (
                 _conv_bn(nn, cin, cout, 1, stride, relu=False)
                 if stride != 1 or cin != cout
@@ -67,11 +64,23 @@ def _resnet50(nn: Any, classes: int) -> Any:
         def forward(self, x: Any) -> Any:
             return self.relu(self.body(x) + self.shortcut(x))
 
+    return Residual()
+
+
+def _resnet50(nn: Any, classes: int) -> Any:
+    def bottleneck(cin: int, width: int, stride: int) -> Any:
+        body = nn.Sequential(
+            _conv_bn(nn, cin, width, 1),
+            _conv_bn(nn, width, width, 3, stride),
+            _conv_bn(nn, width, width * 4, 1, relu=False),
+        )
+        return _residual(nn, body, cin, width * 4, stride)
+
     layers: list[Any] = [_conv_bn(nn, 3, 64, 7, 2), nn.MaxPool2d(3, 2, 1)]
     cin = 64
     for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
         for block in range(blocks):
-            layers.append(Bottleneck(cin, width, stride if block == 0 else 1))
+            layers.append(bottleneck(cin, width, stride if block == 0 else 1))
             cin = width * 4
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
     return nn.Sequential(*layers)
@@ -81,27 +90,17 @@ def _resnet20(nn: Any, classes: int) -> Any:
     """He et al.'s CIFAR ResNet-20: three stages of three basic blocks (16, 32, 64 filters),
     a 1×1 projection where the shape changes."""
 
-    class Basic(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.body = nn.Sequential(
-                _conv_bn(nn, cin, cout, 3, stride), _conv_bn(nn, cout, cout, 3, relu=False)
-            )
-            self.shortcut = (
-                _conv_bn(nn, cin, cout, 1, stride, relu=False)
-                if stride != 1 or cin != cout
-                else nn.Identity()
-            )
-            self.relu = nn.ReLU(inplace=True)
-
-        def forward(self, x: Any) -> Any:
-            return self.relu(self.body(x) + self.shortcut(x))
+    def basic(cin: int, cout: int, stride: int) -> Any:
+        body = nn.Sequential(
+            _conv_bn(nn, cin, cout, 3, stride), _conv_bn(nn, cout, cout, 3, relu=False)
+        )
+        return _residual(nn, body, cin, cout, stride)
 
     layers: list[Any] = [_conv_bn(nn, 3, 16, 3)]
     cin = 16
     for width, stride in ((16, 1), (32, 2), (64, 2)):
         for block in range(3):
-            layers.append(Basic(cin, width, stride if block == 0 else 1))
+            layers.append(basic(cin, width, stride if block == 0 else 1))
             cin = width
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
     return nn.Sequential(*layers)
