@@ -3,6 +3,8 @@ report."""
 
 from __future__ import annotations
 
+import math
+
 from dltui.plans import sizing
 from dltui.plans.scaling import Scaling
 from dltui.plans.topology import (
@@ -22,12 +24,15 @@ from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL = ("", "k", "M", "G", "T", "P")
+GIB = 2**30
+NONE = "–"
+"""What a figure that is not there reads as."""
 
 
 def fmt_bytes(value: float | None) -> str:
-    """Sizes in powers of 1024, as memory is sold and reported."""
+    """Sizes in powers of 1024 (files, bytes moved), one decimal: '1.5 MiB'."""
     if value is None:
-        return "–"
+        return NONE
     for unit in _BINARY:
         if abs(value) < 1024 or unit == _BINARY[-1]:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
@@ -35,10 +40,22 @@ def fmt_bytes(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def fmt_memory(value: float | None) -> str:
+    """Memory, always in GiB with one decimal, as GPUs and hosts are sold: '0.6 GiB'."""
+    return NONE if value is None else f"{value / GIB:.1f} GiB"
+
+
+def fmt_memory_of(used: float | None, total: float | None) -> str:
+    """'0.6/140.0 GiB': memory used of the total, one unit for both."""
+    if used is None or not total:
+        return fmt_memory(used)
+    return f"{used / GIB:.1f}/{total / GIB:.1f} GiB"
+
+
 def fmt_rate(value: float | None) -> str:
     """Throughput in powers of 1000 (B/s, kB/s, MB/s, GB/s), as links are rated."""
     if value is None:
-        return "–"
+        return NONE
     for prefix in _DECIMAL:
         if abs(value) < 1000 or prefix == _DECIMAL[-1]:
             return f"{value:.0f} {prefix}B/s" if not prefix else f"{value:.1f} {prefix}B/s"
@@ -46,18 +63,67 @@ def fmt_rate(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def fmt_count(value: float | None) -> str:
+    """A count with its thousands grouped: '12,345'."""
+    return NONE if value is None else f"{value:,.0f}"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, thousands grouped, no exponent: 18,600; 1.86;
+    0.0012 (at least two figures under 1)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude < 0:
+        digits = 2
+    places = max(digits - 1 - magnitude, 0)
+    return f"{round(value, places):,.{places}f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    """A ratio to 3 significant figures (2 under 1): '1.86×', '18,600×', '0.0012×'."""
+    return "" if value is None else f"{significant(value)}×"
+
+
 def fmt_value(value: float | None, unit: str) -> str:
-    """Any telemetry value with the unit its field declares."""
-    if value is None:
-        return "–"
+    """Any telemetry value with the unit its field declares (protocol/fields.py), one space
+    between number and unit: '612 W', '30 °C', '80.2 GiB', '5.0 GB/s', '90%'."""
+    if value is None or math.isnan(value):
+        return NONE
     if unit == "B":
-        return fmt_bytes(value)
+        return fmt_memory(value)
     if unit == "B/s":
         return fmt_rate(value)
     if unit == "%":
         return f"{value:.0f}%"
     if unit == "":
-        return f"{value:g}" if value == int(value) else f"{value:.2f}"
+        return f"{value:,.0f}" if value == int(value) else f"{value:.2f}"
+    return f"{value:.0f} {unit}"
+
+
+SHORT = 8
+"""The widest a short value gets: '1980 MHz', '70.1 GiB', '5.0 GB/s' (a chart's labels)."""
+
+
+def fmt_short(value: float | None, unit: str) -> str:
+    """`value` in its field's unit in at most SHORT cells: a chart's axis and latest value.
+    Memory in GiB (one decimal under 100), rates with decimal prefixes."""
+    if value is None or math.isnan(value):
+        return NONE
+    if unit == "B":
+        gib = value / GIB
+        return f"{gib:.1f} GiB" if abs(gib) < 99.95 else f"{gib:.0f} GiB"
+    if unit == "B/s":
+        for prefix in _DECIMAL:
+            if abs(value) < 999.5 or prefix == _DECIMAL[-1]:
+                if abs(value) >= 9.95 or not prefix or value == int(value):
+                    return f"{value:.0f} {prefix}B/s"
+                return f"{value:.1f} {prefix}B/s"
+            value /= 1000
+    if unit == "%":
+        return f"{value:.0f}%"
+    if unit == "":
+        return f"{value:.3g}"
     return f"{value:.0f} {unit}"
 
 
@@ -77,7 +143,10 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def rough_duration(seconds: float) -> str:
-    """'40 s', '5 min', '2.1 h': seconds under 90 s, minutes under 90 min, else hours."""
+    """'< 1 s', '40 s', '5 min', '2.1 h': seconds under 90 s, minutes under 90 min, else
+    hours."""
+    if seconds < 1:
+        return "< 1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -128,7 +197,7 @@ def rate_text(result: KernelResult) -> str:
 
 
 def ratio_text(result: KernelResult) -> str:
-    return f"{result.ratio:.2f}×" if result.ratio is not None else ""
+    return fmt_ratio(result.ratio)
 
 
 def method_text(result: KernelResult) -> str:
@@ -206,7 +275,7 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
         rate = images_text(result.images_per_s)
         return f"{head} {rate:>10} images/s; {how} ({result.epochs} epochs)"
     ratio = (
-        f"{result.images_per_s / result.reference_images_per_s:.3g}×"
+        fmt_ratio(result.images_per_s / result.reference_images_per_s)
         if result.images_per_s and result.reference_images_per_s
         else ""
     )
@@ -224,7 +293,7 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
 def numa_text(node: NumaNode) -> str:
     """ "NUMA 0: CPUs 0-31, 512.0 GiB"."""
     parts = [f"CPUs {node.cpus}" if node.cpus else None,
-             fmt_bytes(node.memory_total) if node.memory_total is not None else None]  # fmt: skip
+             fmt_memory(node.memory_total) if node.memory_total is not None else None]  # fmt: skip
     return f"NUMA {node.node}: " + (", ".join(part for part in parts if part) or "?")
 
 

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.fields import HEALTH_FIELDS, throttle_words
+from dltui.protocol.fields import health_fields, throttle_words
 from dltui.protocol.messages import Event, Inventory, Sample, to_plain
 
 MAX_EVENTS = 1000
@@ -48,7 +48,7 @@ class EventBook:
 
 def gpu_health(values: dict[str, float]) -> dict[str, Any]:
     """A GPU's health fields from a values map, with its throttle reasons in words."""
-    found: dict[str, Any] = {name: values[name] for name in HEALTH_FIELDS if name in values}
+    found: dict[str, Any] = {name: values[name] for name in health_fields() if name in values}
     if "throttle" in values:
         found["throttle"] = throttle_words(int(values["throttle"]))
     return found

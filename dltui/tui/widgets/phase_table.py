@@ -12,10 +12,10 @@ from textual.widgets import DataTable
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import fmt_rate, rate_text
+from dltui.formatting import fmt_duration, fmt_rate, rate_text
 from dltui.protocol.messages import KernelResult
 
-COLUMNS = ("server", "case", "s", "result", "util", "tensor", "power", "PCIe tx", "PCIe rx",
+COLUMNS = ("server", "case", "time", "result", "util", "tensor", "power", "PCIe tx", "PCIe rx",
            "NVLink tx", "NVLink rx", "per W")  # fmt: skip
 
 
@@ -34,7 +34,7 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
         figure = rate_text(result)
     else:
         figure = f"{result.images_per_s or 0:,.1f} img/s"
-    seconds = f"{phase.end - phase.start:.1f}" if phase.end is not None else "…"
+    seconds = fmt_duration(phase.end - phase.start) if phase.end is not None else "…"
     watts = phase.watts
     per_watt = phase.per_watt
     unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "img/s/W"
