@@ -70,19 +70,29 @@ def fmt_count(value: float | None) -> str:
 
 def significant(value: float, digits: int = 3) -> str:
     """`value` to `digits` significant figures, thousands grouped, no exponent: 18,600; 1.86;
-    0.0012 (at least two figures under 1)."""
+    0.00123."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     magnitude = math.floor(math.log10(abs(value)))
-    if magnitude < 0:
-        digits = 2
-    places = max(digits - 1 - magnitude, 0)
-    return f"{round(value, places):,.{places}f}"
+    places = digits - 1 - magnitude  # negative: round to tens, hundreds...
+    return f"{round(value, places):,.{max(places, 0)}f}"
+
+
+def aligned(value: float | None, whole: int = 4, places: int = 4) -> str:
+    """`value` to 4 significant figures in a fixed-width cell whose decimal points line up
+    down a column: '  740.2   ', '    0.27  '; blank where there is none."""
+    width = whole + 1 + places
+    if value is None:
+        return " " * width
+    digits, point, fraction = significant(value, 4).partition(".")
+    return digits.rjust(whole) + (point + fraction[:places]).ljust(places + 1)
 
 
 def fmt_ratio(value: float | None) -> str:
     """A ratio to 3 significant figures (2 under 1): '1.86×', '18,600×', '0.0012×'."""
-    return "" if value is None else f"{significant(value)}×"
+    if value is None:
+        return ""
+    return f"{significant(value, 3 if abs(value) >= 1 else 2)}×"
 
 
 def fmt_value(value: float | None, unit: str) -> str:
@@ -181,8 +191,9 @@ def size_words(plan: Plan, inventory: Inventory) -> str:
 
 HEADER = (
     f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'median':>10} {'±':>8} "
-    f"{'rate':>14} {'busbw':>10} {'vs V100':>8}  timed"
+    f"{'TFLOP/s':>9} {'GB/s':>9} {'busbw GB/s':>10} {'vs V100':>7}  timed"
 )
+"""One unit per column, each number's decimal point under the others'."""
 
 
 def rate_text(result: KernelResult) -> str:
@@ -225,12 +236,11 @@ def format_row(result: KernelResult) -> str:
             f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
             f"{result.precision:<5} error: {result.error}"
         )
-    busbw = fmt_rate(result.busbw_gbps * 1e9) if result.busbw_gbps is not None else ""
     return (
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
         f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
-        f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}  {method_text(result)}"
-        f"  {link_text(result)}"
+        f"{aligned(result.tflops)} {aligned(result.gbps)} {aligned(result.busbw_gbps, 5)} "
+        f"{ratio_text(result):>7}  {method_text(result)}  {link_text(result)}"
     ).rstrip()
 
 

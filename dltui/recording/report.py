@@ -22,6 +22,7 @@ from dltui.fleet.phases import Phase
 from dltui.formatting import (
     fmt_duration,
     fmt_rate,
+    fmt_ratio,
     images_text,
     link_text,
     method_text,
@@ -145,7 +146,7 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
             per_watt, watts = phase.per_watt, phase.watts
             reference = ""
             if r.reference_images_per_s and r.images_per_s:
-                reference = (f"{r.images_per_s / r.reference_images_per_s:.2f}× "
+                reference = (f"{fmt_ratio(r.images_per_s / r.reference_images_per_s)} "
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
                 session.name, host, model_what(r), r.placement or "–", r.framework, r.device,

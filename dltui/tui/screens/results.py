@@ -31,7 +31,7 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import rate_text
+from dltui.formatting import fmt_ratio, rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
@@ -63,8 +63,8 @@ def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
     if ratio is None:
         return Text("")
     if noisy:
-        return Text(f" {ratio:.2f}×?", style="dim")
-    return Text(f" {ratio:.2f}×", style="bold green" if ratio >= 1 else "bold red")
+        return Text(f" {fmt_ratio(ratio)}?", style="dim")
+    return Text(f" {fmt_ratio(ratio)}", style="bold green" if ratio >= 1 else "bold red")
 
 
 def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
