@@ -94,3 +94,20 @@ def test_result_columns_keep_one_unit_and_line_up_their_decimal_points():
     assert rows[2][gbps - 1 : gbps + 4] == "3.667" and rows[0][gbps] == " "
     assert "TFLOP/s" not in rows[0] and "GB/s" not in rows[2]  # the unit is the column's
     assert rows[0].rstrip().endswith("6.65×") and "0.26×" in rows[1]
+
+
+def test_probe_lists_values_in_the_fields_order_aligned_with_throttle_in_words():
+    from dltui.commands.probe import value_lines
+    from dltui.protocol.fields import GPU_FIELDS
+
+    values = {"temp": 61.0, "zzz_new": 2.0, "throttle": 0x4 | 0x40, "util_gpu": 93.0,
+              "mem_used": 0.6 * GIB, "power": 612.4}  # fmt: skip
+    lines = value_lines(values, GPU_FIELDS)
+    assert [line.split()[0] for line in lines] == [
+        "util_gpu", "mem_used", "power", "temp", "throttle", "zzz_new"]  # fmt: skip
+    assert lines[2] == "power" + " " * 17 + "       612 W  power draw"
+    assert lines[1].endswith("   0.6 GiB  memory used")
+    assert lines[4].endswith("  software power cap, hardware thermal slowdown")
+    value_ends = {line.index(" GiB") + 4 for line in lines if "GiB" in line}
+    value_ends |= {line.index(" W ") + 2 for line in lines if " W " in line}
+    assert value_ends == {22 + 12}  # each value ends at the same column
