@@ -79,13 +79,15 @@ def significant(value: float, digits: int = 3) -> str:
 
 
 def aligned(value: float | None, whole: int = 4, places: int = 4) -> str:
-    """`value` to 4 significant figures in a fixed-width cell whose decimal points line up
-    down a column: '  740.2   ', '    0.27  '; blank where there is none."""
-    width = whole + 1 + places
+    """`value` to 4 significant figures (at most `places` decimals) in a fixed-width cell whose
+    decimal points line up down a column: ' 740.2   ', '   0.2723'; blank where there is none."""
     if value is None:
-        return " " * width
-    digits, point, fraction = significant(value, 4).partition(".")
-    return digits.rjust(whole) + (point + fraction[:places]).ljust(places + 1)
+        return " " * (whole + 1 + places)
+    text = significant(value, 4)
+    if len(text.partition(".")[2]) > places:
+        text = f"{value:,.{places}f}"
+    digits, point, fraction = text.partition(".")
+    return digits.rjust(whole) + (point + fraction).ljust(places + 1)
 
 
 def fmt_ratio(value: float | None) -> str:

@@ -21,15 +21,14 @@ from pathlib import Path
 from dltui.fleet.phases import Phase
 from dltui.formatting import (
     fmt_duration,
-    fmt_rate,
     fmt_ratio,
     images_text,
     link_text,
     method_text,
     model_what,
     percent,
-    rate_text,
     ratio_text,
+    significant,
 )
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
@@ -88,10 +87,6 @@ def load(paths: list[Path]) -> list[Session]:
     return sessions
 
 
-def _cell(value: float | None, text: str) -> str:
-    return text if value is not None else "–"
-
-
 def servers_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "server", "host", "GPUs", "CPU", "driver", "recorded"]]
     for session in sessions:
@@ -104,34 +99,39 @@ def servers_table(sessions: list[Session]) -> list[list[str]]:
     return rows
 
 
+def _number(value: float | None, digits: int = 4) -> str:
+    return significant(value, digits) if value is not None else "–"
+
+
 def results_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "rate", "vs V100",
-             "power", "TFLOP/s per W", "util", "tensor", "NVLink", "of link"]]  # fmt: skip
+    """A row per timed case; one unit per column, named in its heading."""
+    rows = [["recording", "case", "pass", "prec", "median", "±", "timed", "TFLOP/s", "GB/s",
+             "vs V100", "power W", "TFLOP/s per W", "util %", "tensor %", "NVLink GB/s",
+             "of link"]]  # fmt: skip
     for session in sessions:
         for phase, r in session.kernel_phases():
             t = phase.telemetry
             if r.error is not None:
                 rows.append([session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                             "error", r.error, "", "", "", "", "", "", "", "", ""])  # fmt: skip
+                             "error", r.error, *[""] * 10])  # fmt: skip
                 continue
-            per_watt, watts = phase.tflops_per_watt, phase.watts
             spread = r.spread_s / r.median_s if r.median_s else 0.0
+            nvlink = t.get("nvlink_tx")
             rows.append([
                 session.name, f"{r.kind} {r.shape}", r.direction, r.precision,
-                fmt_duration(r.median_s), f"{spread:.1%}", method_text(r), rate_text(r),
-                ratio_text(r),
-                _cell(watts, f"{watts or 0:.0f} W"),
-                _cell(per_watt, f"{per_watt or 0:.3f}"),
-                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
-                _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"),
-                _cell(t.get("nvlink_tx"), fmt_rate(t.get("nvlink_tx", 0))), link_text(r),
+                fmt_duration(r.median_s), f"{spread:.1%}", method_text(r),
+                _number(r.tflops) if r.tflops is not None else "",
+                _number(r.gbps) if r.gbps is not None else "",
+                ratio_text(r), _number(phase.watts, 3), _number(phase.tflops_per_watt, 3),
+                _number(t.get("util_gpu"), 2), _number(t.get("tensor_active"), 2),
+                _number(nvlink / 1e9 if nvlink is not None else None, 3), link_text(r),
             ])  # fmt: skip
     return rows
 
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "host", "run", "GPUs", "framework", "device", "images/s", "±",
-             "vs 1 GPU", "vs 1 server", "power", "images/s per W", "util", "tensor",
+             "vs 1 GPU", "vs 1 server", "power W", "images/s per W", "util %", "tensor %",
              "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
@@ -152,10 +152,8 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
                 session.name, host, model_what(r), r.placement or "–", r.framework, r.device,
                 images_text(r.images_per_s), images_text(r.spread),
                 percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
-                _cell(watts, f"{watts or 0:.0f} W"),
-                _cell(per_watt, f"{per_watt or 0:.3f}"),
-                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
-                _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"), reference,
+                _number(watts, 3), _number(per_watt, 3), _number(t.get("util_gpu"), 2),
+                _number(t.get("tensor_active"), 2), reference,
             ])  # fmt: skip
     return rows
 
