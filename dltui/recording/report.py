@@ -40,7 +40,8 @@ from dltui.recording.reader import RecordingReader
 from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
-        "used; cases shorter than a sampling interval (0.1 s, GPM 1 s) have few or none. "
+        "used; a case shorter than what a field's readings average over (utilization 0.2 s, "
+        "GPM and link rates 1 s) shows – for it. "
         "Power is the energy counter's where it moved twice inside the case, else the sampled "
         "power. A kernel's TFLOP/s per W comes from the energy its worker read across a "
         "sustained run (dltui bench kernels --energy), never from a case's own milliseconds; "
