@@ -25,6 +25,8 @@ from dltui.protocol.topology import Nic, NumaNode, Topology
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL = ("", "k", "M", "G", "T", "P")
 GIB = 2**30
+GB = 1e9
+"""Bytes in a GB: link rates are decimal, as links are rated."""
 NONE = "–"
 """What a figure that is not there reads as."""
 

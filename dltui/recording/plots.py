@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dltui.formatting import model_what, rate_text
+from dltui.formatting import GB, model_what, rate_text
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
@@ -209,7 +209,7 @@ def plot_telemetry(session: Session, path: Path) -> bool:
     series = [
         ("power, all GPUs (W)", [total(s, "power") for _, s in samples]),
         ("tensor active, mean (%)", [mean(s, "tensor_active") for _, s in samples]),
-        ("NVLink transmit, all GPUs (GB/s)", [total(s, "nvlink_tx") / 1e9 for _, s in samples]),
+        ("NVLink transmit, all GPUs (GB/s)", [total(s, "nvlink_tx") / GB for _, s in samples]),
     ]
     for axis, (label, values) in zip(axes, series, strict=True):
         axis.plot(times, values, linewidth=1.2)

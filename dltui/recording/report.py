@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dltui.fleet.phases import Phase
 from dltui.formatting import (
+    GB,
     fmt_duration,
     fmt_ratio,
     images_text,
@@ -125,7 +126,7 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
                 _number(r.gbps) if r.gbps is not None else "",
                 ratio_text(r), _number(phase.watts, 3), _number(phase.tflops_per_watt, 3),
                 _number(t.get("util_gpu"), 2), _number(t.get("tensor_active"), 2),
-                _number(nvlink / 1e9 if nvlink is not None else None, 3), link_text(r),
+                _number(nvlink / GB if nvlink is not None else None, 3), link_text(r),
             ])  # fmt: skip
     return rows
 

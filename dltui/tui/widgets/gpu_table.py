@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
-from dltui.formatting import GIB, fmt_short
+from dltui.formatting import GB, GIB, fmt_short
 from dltui.protocol.fields import GPU_FIELDS, throttle_words
 from dltui.tui.charts import gpu_info
 from dltui.tui.scales import physical_top
@@ -42,7 +42,7 @@ def _gbps(value: float | None) -> str:
     """GB/s in at most four cells: '0.0', '5.0', '63', '450'."""
     if value is None:
         return "–"
-    gbps = value / 1e9
+    gbps = value / GB
     return f"{gbps:.1f}" if gbps < 9.95 else f"{gbps:.0f}"
 
 

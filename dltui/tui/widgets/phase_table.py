@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import aligned
+from dltui.formatting import GB, aligned
 from dltui.protocol.messages import KernelResult
 
 COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img/s", "util %", "tensor %",
@@ -46,7 +46,7 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
     seconds = _figure(phase.end - phase.start, 3, 3) if phase.end is not None else "…"
     per_watt = phase.per_watt
     unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "img/s/W"
-    rates = [_figure(t[name] / 1e9 if name in t else None, 3, 3) for name in RATES]
+    rates = [_figure(t[name] / GB if name in t else None, 3, 3) for name in RATES]
     what = phase.label
     if isinstance(result, KernelResult):
         what = kernel_row(result)[1]
