@@ -201,13 +201,12 @@ HEADER = (
 
 
 def rate_text(result: KernelResult) -> str:
-    """The figure a reader compares: TFLOP/s for compute, GB/s for data movement."""
+    """The figure a reader compares, always in the same unit so a CPU's and a GPU's sit side
+    by side: TFLOP/s for compute ('740.2 TFLOP/s', '0.4276 TFLOP/s'), GB/s for data movement."""
     if result.tflops is not None:
-        if result.tflops < 1:
-            return f"{result.tflops * 1000:.1f} GFLOP/s"
-        return f"{result.tflops:.1f} TFLOP/s"
+        return f"{significant(result.tflops, 4)} TFLOP/s"
     if result.gbps is not None:
-        return fmt_rate(result.gbps * 1e9)
+        return f"{significant(result.gbps, 4)} GB/s"
     return "–"
 
 

@@ -18,6 +18,7 @@ from dltui.formatting import (
     fmt_short,
     fmt_value,
     format_row,
+    rate_text,
     rough_duration,
     significant,
 )
@@ -111,3 +112,11 @@ def test_probe_lists_values_in_the_fields_order_aligned_with_throttle_in_words()
     value_ends = {line.index(" GiB") + 4 for line in lines if "GiB" in line}
     value_ends |= {line.index(" W ") + 2 for line in lines if " W " in line}
     assert value_ends == {22 + 12}  # each value ends at the same column
+
+
+def test_a_rate_keeps_its_unit_from_a_cpu_to_a_gpu():
+    gpu = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "s", tflops=740.2)
+    cpu = KernelResult("gemm", "torch", "cpu", "bf16", "fwd", "s", tflops=0.4276)
+    copy = KernelResult("allreduce", "torch", "cpu", "fp32", "allreduce", "s", gbps=0.9079)
+    assert rate_text(gpu) == "740.2 TFLOP/s" and rate_text(cpu) == "0.4276 TFLOP/s"
+    assert rate_text(copy) == "0.9079 GB/s"  # not "907.9 MB/s" under a row of GB/s
