@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS, FieldSpec
@@ -69,22 +68,29 @@ def _field_metric(scope: str, field: FieldSpec) -> MetricSpec | None:
     return MetricSpec(name, field.kind, field.label, labels, unit, scale)
 
 
-@lru_cache(maxsize=256)
+_derived: dict[str, tuple[int, dict[str, MetricSpec]]] = {}
+
+
+def field_metrics(scope: Literal["gpu", "host"]) -> dict[str, MetricSpec]:
+    """Field -> its metric, for every field of the scope that has one, derived from the specs
+    once (again when a field is added): a scrape looks up every field of every GPU."""
+    table = GPU_FIELDS if scope == "gpu" else HOST_FIELDS
+    derived = _derived.get(scope)
+    if derived is None or derived[0] != len(table):
+        metrics = {name: m for name, spec in table.items()
+                   if (m := _field_metric(scope, spec)) is not None}  # fmt: skip
+        derived = _derived[scope] = (len(table), metrics)
+    return derived[1]
+
+
 def gpu_metric(field: str) -> MetricSpec | None:
-    """A GPU field's metric, from its FieldSpec; None for a field that has none (`throttle`
-    is THROTTLE, one point per reason). Cached by name: a scrape looks up every field."""
-    spec = GPU_FIELDS.get(field)
-    return _field_metric("gpu", spec) if spec is not None else None
+    """A GPU field's metric; None for a field that has none (`throttle` is THROTTLE, one
+    point per reason)."""
+    return field_metrics("gpu").get(field)
 
 
-@lru_cache(maxsize=256)
 def host_metric(field: str) -> MetricSpec | None:
-    spec = HOST_FIELDS.get(field)
-    return _field_metric("host", spec) if spec is not None else None
-
-
-def _field_metrics(scope: str, table: dict[str, FieldSpec]) -> list[MetricSpec]:
-    return [m for spec in table.values() if (m := _field_metric(scope, spec)) is not None]
+    return field_metrics("host").get(field)
 
 
 GPU_UP = MetricSpec("dltui_gpu_up", "gauge", "1 while NVML answers for this GPU; 0 once it is "
@@ -154,15 +160,16 @@ def sample_points(
 ) -> Iterator[Point]:
     """Every point of one sample: the host's fields, then each GPU's `up` and fields."""
     host = (hostname,)
+    host_metrics, gpu_metrics = field_metrics("host"), field_metrics("gpu")
     for field, value in sample.host.values.items():
-        spec = host_metric(field)
+        spec = host_metrics.get(field)
         if spec is not None:
             yield spec, host, value * spec.scale
     for gpu in sample.gpus:
         labels = gpu_label_values.get(gpu.index) or (hostname, str(gpu.index), "", "")
         yield GPU_UP, labels, 1.0 if gpu.state == "ok" else 0.0
         for field, value in gpu.values.items():
-            spec = gpu_metric(field)
+            spec = gpu_metrics.get(field)
             if spec is not None:
                 yield spec, labels, value * spec.scale
             elif field == "throttle":
@@ -215,6 +222,6 @@ AGENT_SPECS = (AGENT_INFO, AGENT_CLIENTS, AGENT_DROPPED, AGENT_NVML_ERRORS, AGEN
 
 def all_specs() -> tuple[MetricSpec, ...]:
     """Every metric dltui writes, telemetry first, in the order an export lists them."""
-    host, gpu = _field_metrics("host", HOST_FIELDS), _field_metrics("gpu", GPU_FIELDS)
+    host, gpu = field_metrics("host").values(), field_metrics("gpu").values()
     telemetry = (*host, GPU_UP, *gpu, THROTTLE)
     return (*telemetry, *RESULT_SPECS, *JOB_SPECS, *AGENT_SPECS)
