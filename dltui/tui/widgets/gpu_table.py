@@ -47,8 +47,12 @@ def _gbps(value: float | None) -> str:
 
 
 def _pair(gpu: GpuView, up: str, down: str) -> str:
-    """'↑5.0 ↓2.0': a link's two directions in GB/s (the column's unit), in ten cells."""
-    return f"↑{_gbps(_latest(gpu, up))} ↓{_gbps(_latest(gpu, down))}"
+    """'↑5.0 ↓2.0': a link's two directions in GB/s (the column's unit), in ten cells; '–'
+    where the GPU reports neither."""
+    sent, received = _latest(gpu, up), _latest(gpu, down)
+    if sent is None and received is None:
+        return "–"
+    return f"↑{_gbps(sent)} ↓{_gbps(received)}"
 
 
 @dataclass(frozen=True, slots=True)
