@@ -3,6 +3,8 @@ report."""
 
 from __future__ import annotations
 
+import math
+
 from dltui.plans import sizing
 from dltui.plans.scaling import Scaling
 from dltui.plans.topology import (
@@ -22,12 +24,17 @@ from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL = ("", "k", "M", "G", "T", "P")
+GIB = 2**30
+GB = 1e9
+"""Bytes in a GB: link rates are decimal, as links are rated."""
+NONE = "–"
+"""What a figure that is not there reads as."""
 
 
 def fmt_bytes(value: float | None) -> str:
-    """Sizes in powers of 1024, as memory is sold and reported."""
+    """Sizes in powers of 1024 (files, bytes moved), one decimal: '1.5 MiB'."""
     if value is None:
-        return "–"
+        return NONE
     for unit in _BINARY:
         if abs(value) < 1024 or unit == _BINARY[-1]:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
@@ -35,10 +42,22 @@ def fmt_bytes(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def fmt_memory(value: float | None) -> str:
+    """Memory, always in GiB with one decimal, as GPUs and hosts are sold: '0.6 GiB'."""
+    return NONE if value is None else f"{value / GIB:.1f} GiB"
+
+
+def fmt_memory_of(used: float | None, total: float | None) -> str:
+    """'0.6/140.0 GiB': memory used of the total, one unit for both."""
+    if used is None or not total:
+        return fmt_memory(used)
+    return f"{used / GIB:.1f}/{total / GIB:.1f} GiB"
+
+
 def fmt_rate(value: float | None) -> str:
     """Throughput in powers of 1000 (B/s, kB/s, MB/s, GB/s), as links are rated."""
     if value is None:
-        return "–"
+        return NONE
     for prefix in _DECIMAL:
         if abs(value) < 1000 or prefix == _DECIMAL[-1]:
             return f"{value:.0f} {prefix}B/s" if not prefix else f"{value:.1f} {prefix}B/s"
@@ -46,18 +65,79 @@ def fmt_rate(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
-def fmt_value(value: float | None, unit: str) -> str:
-    """Any telemetry value with the unit its field declares."""
+def fmt_count(value: float | None) -> str:
+    """A count with its thousands grouped: '12,345'."""
+    return NONE if value is None else f"{value:,.0f}"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, thousands grouped, no exponent: 18,600; 1.86;
+    0.00123."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    places = digits - 1 - magnitude  # negative: round to tens, hundreds...
+    return f"{round(value, places):,.{max(places, 0)}f}"
+
+
+def aligned(value: float | None, whole: int = 4, places: int = 4) -> str:
+    """`value` to 4 significant figures (at most `places` decimals) in a fixed-width cell whose
+    decimal points line up down a column: ' 740.2   ', '   0.2723'; blank where there is none."""
     if value is None:
-        return "–"
+        return " " * (whole + 1 + places)
+    text = significant(value, 4)
+    if len(text.partition(".")[2]) > places:
+        text = f"{value:,.{places}f}"
+    digits, point, fraction = text.partition(".")
+    return digits.rjust(whole) + (point + fraction).ljust(places + 1)
+
+
+def fmt_ratio(value: float | None) -> str:
+    """A ratio to 3 significant figures (2 under 1): '1.86×', '18,600×', '0.0012×'."""
+    if value is None:
+        return ""
+    return f"{significant(value, 3 if abs(value) >= 1 else 2)}×"
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    """Any telemetry value with the unit its field declares (protocol/fields.py), one space
+    between number and unit: '612 W', '30 °C', '80.2 GiB', '5.0 GB/s', '90%'."""
+    if value is None or math.isnan(value):
+        return NONE
     if unit == "B":
-        return fmt_bytes(value)
+        return fmt_memory(value)
     if unit == "B/s":
         return fmt_rate(value)
     if unit == "%":
         return f"{value:.0f}%"
     if unit == "":
-        return f"{value:g}" if value == int(value) else f"{value:.2f}"
+        return f"{value:,.0f}" if value == int(value) else f"{value:.2f}"
+    return f"{value:.0f} {unit}"
+
+
+SHORT = 8
+"""The widest a short value gets: '1980 MHz', '70.1 GiB', '5.0 GB/s' (a chart's labels)."""
+
+
+def fmt_short(value: float | None, unit: str) -> str:
+    """`value` in its field's unit in at most SHORT cells: a chart's axis and latest value.
+    Memory in GiB (one decimal under 100), rates with decimal prefixes."""
+    if value is None or math.isnan(value):
+        return NONE
+    if unit == "B":
+        gib = value / GIB
+        return f"{gib:.1f} GiB" if abs(gib) < 99.95 else f"{gib:.0f} GiB"
+    if unit == "B/s":
+        for prefix in _DECIMAL:
+            if abs(value) < 999.5 or prefix == _DECIMAL[-1]:
+                if abs(value) >= 9.95 or not prefix or value == int(value):
+                    return f"{value:.0f} {prefix}B/s"
+                return f"{value:.1f} {prefix}B/s"
+            value /= 1000
+    if unit == "%":
+        return f"{value:.0f}%"
+    if unit == "":
+        return f"{value:.3g}"
     return f"{value:.0f} {unit}"
 
 
@@ -77,7 +157,10 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def rough_duration(seconds: float) -> str:
-    """'40 s', '5 min', '2.1 h': seconds under 90 s, minutes under 90 min, else hours."""
+    """'< 1 s', '40 s', '5 min', '2.1 h': seconds under 90 s, minutes under 90 min, else
+    hours."""
+    if seconds < 1:
+        return "< 1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -112,8 +195,9 @@ def size_words(plan: Plan, inventory: Inventory) -> str:
 
 HEADER = (
     f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'device':<6} {'median':>10} {'±':>8} "
-    f"{'rate':>14} {'busbw':>10} {'vs V100':>8}  timed"
+    f"{'TFLOP/s':>9} {'GB/s':>9} {'busbw GB/s':>10} {'vs V100':>7}  timed"
 )
+"""One unit per column, each number's decimal point under the others'."""
 
 
 def device_text(device: str) -> str:
@@ -126,18 +210,17 @@ def device_text(device: str) -> str:
 
 
 def rate_text(result: KernelResult) -> str:
-    """The figure a reader compares: TFLOP/s for compute, GB/s for data movement."""
+    """The figure a reader compares, always in the same unit so a CPU's and a GPU's sit side
+    by side: TFLOP/s for compute ('740.2 TFLOP/s', '0.4276 TFLOP/s'), GB/s for data movement."""
     if result.tflops is not None:
-        if result.tflops < 1:
-            return f"{result.tflops * 1000:.1f} GFLOP/s"
-        return f"{result.tflops:.1f} TFLOP/s"
+        return f"{significant(result.tflops, 4)} TFLOP/s"
     if result.gbps is not None:
-        return fmt_rate(result.gbps * 1e9)
+        return f"{significant(result.gbps, 4)} GB/s"
     return "–"
 
 
 def ratio_text(result: KernelResult) -> str:
-    return f"{result.ratio:.2f}×" if result.ratio is not None else ""
+    return fmt_ratio(result.ratio)
 
 
 def method_text(result: KernelResult) -> str:
@@ -165,13 +248,12 @@ def format_row(result: KernelResult) -> str:
             f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
             f"{result.precision:<5} {device_text(result.device):<6} error: {result.error}"
         )
-    busbw = fmt_rate(result.busbw_gbps * 1e9) if result.busbw_gbps is not None else ""
     return (
         f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} {result.precision:<5} "
-        f"{device_text(result.device):<6} {fmt_duration(result.median_s):>10} "
-        f"{fmt_duration(result.spread_s):>8} "
-        f"{rate_text(result):>14} {busbw:>10} {ratio_text(result):>8}  {method_text(result)}"
-        f"  {link_text(result)}"
+        f"{device_text(result.device):<6} "
+        f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
+        f"{aligned(result.tflops)} {aligned(result.gbps)} {aligned(result.busbw_gbps, 5)} "
+        f"{ratio_text(result):>7}  {method_text(result)}  {link_text(result)}"
     ).rstrip()
 
 
@@ -217,7 +299,7 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
         rate = images_text(result.images_per_s)
         return f"{head} {rate:>10} images/s; {how} ({result.epochs} epochs)"
     ratio = (
-        f"{result.images_per_s / result.reference_images_per_s:.3g}×"
+        fmt_ratio(result.images_per_s / result.reference_images_per_s)
         if result.images_per_s and result.reference_images_per_s
         else ""
     )
@@ -235,7 +317,7 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
 def numa_text(node: NumaNode) -> str:
     """ "NUMA 0: CPUs 0-31, 512.0 GiB"."""
     parts = [f"CPUs {node.cpus}" if node.cpus else None,
-             fmt_bytes(node.memory_total) if node.memory_total is not None else None]  # fmt: skip
+             fmt_memory(node.memory_total) if node.memory_total is not None else None]  # fmt: skip
     return f"NUMA {node.node}: " + (", ".join(part for part in parts if part) or "?")
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from dltui.client.probe import probe
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
 from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
-from dltui.formatting import fmt_bytes, fmt_value, wiring_lines
-from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
+from dltui.formatting import fmt_count, fmt_memory, fmt_value, wiring_lines
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, FieldSpec, throttle_words
 from dltui.protocol.messages import Event, Sample, Welcome, to_plain
 
 
@@ -87,7 +87,7 @@ def health_lines(sample: Sample, events: EventBook) -> list[str]:
     lines = [f"health    {verdict}"]
     for gpu in sample.gpus:
         found = gpu_health(gpu.values)
-        words = ", ".join(f"{name} {value:g}" for name, value in found.items()
+        words = ", ".join(f"{name} {fmt_count(value)}" for name, value in found.items()
                           if name != "throttle")  # fmt: skip
         held = ", ".join(found.get("throttle", [])) or "nothing"
         state = "" if gpu.state == "ok" else f"state {gpu.state}; "
@@ -104,13 +104,34 @@ def where(event: Event) -> str:
     return f"gpu {event.gpu}: " if event.gpu is not None else "host: "
 
 
+NAME = 22
+"""Cells of a field's name: the longest (remapped_uncorrectable) and a space."""
+VALUE = 12
+
+
+def value_lines(values: dict[str, float], fields: dict[str, FieldSpec]) -> list[str]:
+    """A line per value, in the fields' order (then any the table does not know, by name):
+    its name, its value right-aligned with its unit, what it is; throttle reasons in words."""
+    known = [name for name in fields if name in values]
+    lines = []
+    for name in known + sorted(set(values) - set(fields)):
+        value, spec = values[name], fields.get(name)
+        if name == "throttle" and spec is not None:
+            words = ", ".join(throttle_words(int(value))) or "none"
+            lines.append(f"{name:<{NAME}}{'':>{VALUE}}  {words}")
+            continue
+        text = fmt_value(value, spec.unit if spec else "")
+        lines.append(f"{name:<{NAME}}{text:>{VALUE}}  {spec.label if spec else ''}".rstrip())
+    return lines
+
+
 def describe(welcome: Welcome, sample: Sample) -> str:
     inv = welcome.inventory
     lines = [
         f"{inv.hostname}  (agent {welcome.agent_id}, {welcome.rate_hz:g} Hz, dltui {inv.dltui})",
         f"  os        {inv.os}",
         f"  cpu       {inv.cpu_model} × {inv.cpu_count}",
-        f"  memory    {fmt_bytes(inv.memory_total)}",
+        f"  memory    {fmt_memory(inv.memory_total)}",
         f"  python    {inv.python}",
         "  frameworks " + (", ".join(f"{k} {v}" for k, v in inv.frameworks.items()) or "none"),
     ]
@@ -121,20 +142,16 @@ def describe(welcome: Welcome, sample: Sample) -> str:
     for gpu in inv.gpus:
         link = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}" if gpu.pcie_gen else "PCIe ?"
         lines.append(
-            f"  gpu {gpu.index}     {gpu.name}  {fmt_bytes(gpu.memory_total)}  {link}  "
+            f"  gpu {gpu.index}     {gpu.name}  {fmt_memory(gpu.memory_total)}  {link}  "
             f"NVLink links {gpu.nvlink_links}  GPM {'yes' if gpu.gpm else 'no'}  {gpu.uuid}"
         )
     lines.append("wiring")
     lines += [f"  {line}" for line in wiring_lines(inv)]
     lines.append("sample")
-    for name, value in sample.host.values.items():
-        spec = HOST_FIELDS.get(name)
-        lines.append(f"  host {name:<14} {fmt_value(value, spec.unit if spec else '')}")
+    lines += [f"  host  {line}" for line in value_lines(sample.host.values, HOST_FIELDS)]
     for gpu_sample in sample.gpus:
-        lines.append(f"  gpu {gpu_sample.index} state {gpu_sample.state}")
-        for name, value in gpu_sample.values.items():
-            spec = GPU_FIELDS.get(name)
-            lines.append(f"    {name:<16} {fmt_value(value, spec.unit if spec else '')}")
+        lines.append(f"  gpu {gpu_sample.index} ({gpu_sample.state})")
+        lines += [f"    {line}" for line in value_lines(gpu_sample.values, GPU_FIELDS)]
         for name, reason in gpu_sample.errors.items():
-            lines.append(f"    {name:<16} error: {reason}")
+            lines.append(f"    {name:<{NAME}} error: {reason}")
     return "\n".join(lines)

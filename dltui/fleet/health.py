@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.fields import HEALTH_FIELDS, throttle_words
+from dltui.protocol.fields import health_fields, throttle_words
 from dltui.protocol.messages import ONCE_OPEN_S, Event, Inventory, Sample, to_plain
 
 MAX_EVENTS = 1000
@@ -76,7 +76,7 @@ def worst_event(events: Iterable[Event]) -> Event | None:
 
 def gpu_health(values: dict[str, float]) -> dict[str, Any]:
     """A GPU's health fields from a values map, with its throttle reasons in words."""
-    found: dict[str, Any] = {name: values[name] for name in HEALTH_FIELDS if name in values}
+    found: dict[str, Any] = {name: values[name] for name in health_fields() if name in values}
     if "throttle" in values:
         found["throttle"] = throttle_words(int(values["throttle"]))
     return found

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dltui.plans import formulas
+from dltui.protocol.fields import GPU_FIELDS
 from dltui.protocol.messages import (
     GpuSample,
     JobEnd,
@@ -118,12 +119,21 @@ class Phase:
             return set(sorted(seen)[:per_server])
         return seen
 
+    def too_short(self, name: str) -> bool:
+        """Whether the phase ended sooner than the field's readings average over (GPM: 1 s):
+        what its samples carry was read before it began."""
+        spec = GPU_FIELDS.get(name)
+        return self.end is not None and spec is not None and self.end - self.start < spec.window
+
     @property
     def telemetry(self) -> dict[str, float]:
-        """Means over the phase (see the module's docstring); a field no sample gave is absent."""
+        """Means over the phase (see the module's docstring); a field no sample gave, or
+        that the phase was too short to sample, is absent."""
         used = self.gpus()
         out: dict[str, float] = {}
         for name in (*MEANS, *SUMS):
+            if self.too_short(name):
+                continue
             means = [s / n for (index, field_name), (s, n) in self._sums.items()
                      if field_name == name and index in used]  # fmt: skip
             if means:

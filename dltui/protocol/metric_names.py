@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS, FieldSpec
 from dltui.protocol.messages import GpuInfo, JobProgress, KernelResult, ModelResult, Sample
 
 Kind = Literal["gauge", "counter"]
@@ -46,70 +46,52 @@ Point = tuple[MetricSpec, tuple[str, ...], float]
 """A metric, its label values (in `spec.labels` order) and its value."""
 
 
-def _field(
-    prefix: str, field: str, stem: str, unit: str = "", kind: Kind = "gauge", scale: float = 1.0
-) -> tuple[str, MetricSpec]:
-    table, labels = (GPU_FIELDS, GPU_LABELS) if prefix == "gpu" else (HOST_FIELDS, HOST_LABELS)
-    name = f"dltui_{prefix}_{stem}" + (f"_{unit}" if unit else "")
-    return field, MetricSpec(name, kind, table[field].label, labels, unit, scale)
+# A field's unit -> its Prometheus unit, and what turns the field's value into it.
+PROMETHEUS_UNITS: dict[str, tuple[str, float]] = {
+    "%": ("ratio", 0.01),
+    "B": ("bytes", 1.0),
+    "B/s": ("bytes_per_second", 1.0),
+    "W": ("watts", 1.0),
+    "J": ("joules", 1.0),
+    "°C": ("celsius", 1.0),
+    "MHz": ("hertz", 1e6),
+    "": ("", 1.0),
+}
 
 
-PERCENT = 0.01
-MHZ = 1e6
+def _field_metric(scope: str, field: FieldSpec) -> MetricSpec | None:
+    if field.metric is None:
+        return None
+    unit, scale = PROMETHEUS_UNITS[field.unit]
+    name = f"dltui_{scope}_{field.metric}" + (f"_{unit}" if unit else "")
+    labels = GPU_LABELS if scope == "gpu" else HOST_LABELS
+    return MetricSpec(name, field.kind, field.label, labels, unit, scale)
 
-GPU_METRICS: dict[str, MetricSpec] = dict((
-    _field("gpu", "util_gpu", "utilization", "ratio", scale=PERCENT),
-    _field("gpu", "util_mem", "memory_utilization", "ratio", scale=PERCENT),
-    _field("gpu", "mem_used", "memory_used", "bytes"),
-    _field("gpu", "mem_total", "memory_total", "bytes"),
-    _field("gpu", "power", "power", "watts"),
-    _field("gpu", "power_limit", "power_limit", "watts"),
-    _field("gpu", "energy", "energy", "joules", "counter"),
-    _field("gpu", "temp", "temperature", "celsius"),
-    _field("gpu", "clock_sm", "sm_clock", "hertz", scale=MHZ),
-    _field("gpu", "clock_mem", "memory_clock", "hertz", scale=MHZ),
-    _field("gpu", "clock_sm_max", "sm_clock_max", "hertz", scale=MHZ),
-    _field("gpu", "ecc_corrected", "ecc_corrected_errors", kind="counter"),
-    _field("gpu", "ecc_uncorrected", "ecc_uncorrected_errors", kind="counter"),
-    _field("gpu", "nvlink_tx", "nvlink_transmit", "bytes_per_second"),
-    _field("gpu", "nvlink_rx", "nvlink_receive", "bytes_per_second"),
-    _field("gpu", "nvlink_tx_bytes", "nvlink_transmitted", "bytes", "counter"),
-    _field("gpu", "nvlink_rx_bytes", "nvlink_received", "bytes", "counter"),
-    _field("gpu", "pcie_tx", "pcie_transmit", "bytes_per_second"),
-    _field("gpu", "pcie_rx", "pcie_receive", "bytes_per_second"),
-    _field("gpu", "sm_active", "sm_active", "ratio", scale=PERCENT),
-    _field("gpu", "sm_occupancy", "sm_occupancy", "ratio", scale=PERCENT),
-    _field("gpu", "tensor_active", "tensor_active", "ratio", scale=PERCENT),
-    _field("gpu", "dram_active", "dram_active", "ratio", scale=PERCENT),
-    # health (read every 5 s): lifetime counts are counters, flags and the link now gauges
-    _field("gpu", "pcie_gen", "pcie_link_generation"),
-    _field("gpu", "pcie_width", "pcie_link_width"),
-    _field("gpu", "pcie_replay", "pcie_replays", kind="counter"),
-    _field("gpu", "retired_sbe", "retired_pages_single_bit", kind="counter"),
-    _field("gpu", "retired_dbe", "retired_pages_double_bit", kind="counter"),
-    _field("gpu", "retired_pending", "retired_pages_pending"),
-    _field("gpu", "remapped_correctable", "remapped_rows_correctable", kind="counter"),
-    _field("gpu", "remapped_uncorrectable", "remapped_rows_uncorrectable", kind="counter"),
-    _field("gpu", "remap_pending", "remap_pending"),
-    _field("gpu", "remap_failed", "remap_failed"),
-    _field("gpu", "nvlink_crc_errors", "nvlink_crc_errors", kind="counter"),
-    _field("gpu", "nvlink_replay_errors", "nvlink_replay_errors", kind="counter"),
-    _field("gpu", "nvlink_recovery_errors", "nvlink_recovery_errors", kind="counter"),
-))  # fmt: skip
-"""Telemetry field -> its metric; `throttle` (a bitmask) is THROTTLE, one point per reason."""
 
-HOST_METRICS: dict[str, MetricSpec] = dict((
-    _field("host", "cpu", "cpu_utilization", "ratio", scale=PERCENT),
-    _field("host", "load1", "load1"),
-    _field("host", "load5", "load5"),
-    _field("host", "load15", "load15"),
-    _field("host", "mem_used", "memory_used", "bytes"),
-    _field("host", "mem_total", "memory_total", "bytes"),
-    _field("host", "net_rx", "network_receive", "bytes_per_second"),
-    _field("host", "net_tx", "network_transmit", "bytes_per_second"),
-    _field("host", "disk_read", "disk_read", "bytes_per_second"),
-    _field("host", "disk_write", "disk_write", "bytes_per_second"),
-))  # fmt: skip
+_derived: dict[str, tuple[int, dict[str, MetricSpec]]] = {}
+
+
+def field_metrics(scope: Literal["gpu", "host"]) -> dict[str, MetricSpec]:
+    """Field -> its metric, for every field of the scope that has one, derived from the specs
+    once (again when a field is added): a scrape looks up every field of every GPU."""
+    table = GPU_FIELDS if scope == "gpu" else HOST_FIELDS
+    derived = _derived.get(scope)
+    if derived is None or derived[0] != len(table):
+        metrics = {name: m for name, spec in table.items()
+                   if (m := _field_metric(scope, spec)) is not None}  # fmt: skip
+        derived = _derived[scope] = (len(table), metrics)
+    return derived[1]
+
+
+def gpu_metric(field: str) -> MetricSpec | None:
+    """A GPU field's metric; None for a field that has none (`throttle` is THROTTLE, one
+    point per reason)."""
+    return field_metrics("gpu").get(field)
+
+
+def host_metric(field: str) -> MetricSpec | None:
+    return field_metrics("host").get(field)
+
 
 GPU_UP = MetricSpec("dltui_gpu_up", "gauge", "1 while NVML answers for this GPU; 0 once it is "
                     "lost, or while a call to it has not returned", GPU_LABELS)  # fmt: skip
@@ -178,15 +160,16 @@ def sample_points(
 ) -> Iterator[Point]:
     """Every point of one sample: the host's fields, then each GPU's `up` and fields."""
     host = (hostname,)
+    host_metrics, gpu_metrics = field_metrics("host"), field_metrics("gpu")
     for field, value in sample.host.values.items():
-        spec = HOST_METRICS.get(field)
+        spec = host_metrics.get(field)
         if spec is not None:
             yield spec, host, value * spec.scale
     for gpu in sample.gpus:
         labels = gpu_label_values.get(gpu.index) or (hostname, str(gpu.index), "", "")
         yield GPU_UP, labels, 1.0 if gpu.state == "ok" else 0.0
         for field, value in gpu.values.items():
-            spec = GPU_METRICS.get(field)
+            spec = gpu_metrics.get(field)
             if spec is not None:
                 yield spec, labels, value * spec.scale
             elif field == "throttle":
@@ -230,10 +213,15 @@ def progress_points(hostname: str, progress: JobProgress | None) -> Iterator[Poi
         yield JOB_PROGRESS, host, min(ratio, 1.0)
 
 
-TELEMETRY_SPECS = (*HOST_METRICS.values(), GPU_UP, *GPU_METRICS.values(), THROTTLE)
 RESULT_SPECS = (BENCH_TFLOPS, BENCH_GBPS, TRAIN_IMAGES)
 JOB_SPECS = (JOB_RUNNING, JOB_CASES_DONE, JOB_CASES, JOB_PROGRESS)
 AGENT_SPECS = (AGENT_INFO, AGENT_CLIENTS, AGENT_DROPPED, AGENT_NVML_ERRORS, AGENT_LAG,
                AGENT_MISSED, AGENT_RATE, AGENT_SAMPLE_AGE, JOBS_ENDED, PROCESS_CPU,
                PROCESS_RSS)  # fmt: skip
-ALL_SPECS = (*TELEMETRY_SPECS, *RESULT_SPECS, *JOB_SPECS, *AGENT_SPECS)
+
+
+def all_specs() -> tuple[MetricSpec, ...]:
+    """Every metric dltui writes, telemetry first, in the order an export lists them."""
+    host, gpu = field_metrics("host").values(), field_metrics("gpu").values()
+    telemetry = (*host, GPU_UP, *gpu, THROTTLE)
+    return (*telemetry, *RESULT_SPECS, *JOB_SPECS, *AGENT_SPECS)

@@ -26,9 +26,9 @@ from typing import BinaryIO, TextIO
 from dltui.outfiles import Replacement
 from dltui.protocol.messages import Inventory, JobEnd, JobProgress, JobResult, Sample, Welcome
 from dltui.protocol.metric_names import (
-    ALL_SPECS,
     MetricSpec,
     Point,
+    all_specs,
     gpu_labels,
     kernel_points,
     model_points,
@@ -122,7 +122,7 @@ class OpenMetricsWriter:
     def write(self, out: TextIO) -> None:
         """Every family (in the endpoint's order), each series' points in time order, # EOF."""
         self._spill.flush()
-        order = {spec.name: place for place, spec in enumerate(ALL_SPECS)}
+        order = {spec.name: place for place, spec in enumerate(all_specs())}
         for name in sorted(self._families, key=lambda name: order.get(name, len(order))):
             spec, family = self._families[name]
             out.write(f"# HELP {spec.name} {spec.help}\n# TYPE {spec.name} {spec.kind}\n")

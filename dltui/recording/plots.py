@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dltui.formatting import model_what
+from dltui.formatting import GB, model_what, rate_text
 from dltui.outfiles import Replacement
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
@@ -31,7 +31,7 @@ def _save(figure: Figure, path: Path) -> None:
 
     figure.tight_layout()
     with Replacement(path) as replacement:
-        figure.savefig(replacement.path, dpi=110)
+        figure.savefig(replacement.path, dpi=110, bbox_inches="tight")  # long labels never cut
     plt.close(figure)
 
 
@@ -40,22 +40,38 @@ def kernels(session: Session) -> list[KernelResult]:
 
 
 def plot_throughput(sessions: list[Session], path: Path) -> bool:
+    """A bar per case on a log axis (a CPU's GFLOP/s beside a GPU's hundreds of TFLOP/s),
+    each bar labelled with its figure."""
     import matplotlib.pyplot as plt
 
-    cases = [(s.name, r) for s in sessions for r in kernels(s)
-             if r.error is None and r.kind != "allreduce"]  # fmt: skip
+    cases = [(s.name, r, value) for s in sessions for r in kernels(s)
+             if r.kind != "allreduce" and (value := _throughput(r))]  # fmt: skip
     if not cases:
         return False
     figure, axis = plt.subplots(figsize=(10, 0.28 * len(cases) + 1.5))
-    labels = [f"{name}: {r.kind} {r.shape} {r.direction} {r.precision}" for name, r in cases]
-    values = [r.tflops if r.tflops is not None else (r.gbps or 0) / 1000 for _, r in cases]
-    axis.barh(range(len(cases)), values, color=KERNEL)
+    labels = [f"{name}: {r.kind} {r.shape} {r.direction} {r.precision}" for name, r, _ in cases]
+    values = [value for _, _, value in cases]
+    low, high = min(values) / 2, max(values) * 4  # room at the right for the last label
+    axis.set_xscale("log")
+    axis.barh(range(len(cases)), [value - low for value in values], left=low, color=KERNEL)
+    for row, (_, result, value) in enumerate(cases):
+        axis.text(value * 1.08, row, rate_text(result), va="center", fontsize=7)
+    axis.set_xlim(low, high)
     axis.set_yticks(range(len(cases)), labels, fontsize=7)
     axis.invert_yaxis()
-    axis.set_xlabel("TFLOP/s (bandwidth cases: TB/s)")
+    axis.set_xlabel("TFLOP/s (bandwidth cases: TB/s), log scale")
     axis.set_title("Throughput per case")
     _save(figure, path)
     return True
+
+
+def _throughput(result: KernelResult) -> float | None:
+    """TFLOP/s, or TB/s for a case that moves data; None where it has neither (it failed)."""
+    if result.error is not None:
+        return None
+    if result.tflops:
+        return result.tflops
+    return result.gbps / 1000 if result.gbps else None
 
 
 def plot_allreduce(sessions: list[Session], path: Path) -> bool:
@@ -195,7 +211,7 @@ def plot_telemetry(session: Session, path: Path) -> bool:
     series = [
         ("power, all GPUs (W)", [total(s, "power") for _, s in samples]),
         ("tensor active, mean (%)", [mean(s, "tensor_active") for _, s in samples]),
-        ("NVLink transmit, all GPUs (GB/s)", [total(s, "nvlink_tx") / 1e9 for _, s in samples]),
+        ("NVLink transmit, all GPUs (GB/s)", [total(s, "nvlink_tx") / GB for _, s in samples]),
     ]
     for axis, (label, values) in zip(axes, series, strict=True):
         axis.plot(times, values, linewidth=1.2)

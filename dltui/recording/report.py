@@ -22,16 +22,17 @@ from pathlib import Path
 from dltui.fleet.phases import Phase
 from dltui.foreign_text import shown
 from dltui.formatting import (
+    GB,
     device_text,
     fmt_duration,
-    fmt_rate,
+    fmt_ratio,
     images_text,
     link_text,
     method_text,
     model_what,
     percent,
-    rate_text,
     ratio_text,
+    significant,
 )
 from dltui.outfiles import write_text
 from dltui.plans.scaling import scaling
@@ -44,7 +45,8 @@ from dltui.recording.reader import RecordingReader
 from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
-        "used; cases shorter than a sampling interval (0.1 s, GPM 1 s) have few or none. "
+        "used; a case shorter than what a field's readings average over (utilization 0.2 s, "
+        "GPM and link rates 1 s) shows – for it. "
         "Power is the energy counter's where it moved twice inside the case, else the sampled "
         "power. A kernel's TFLOP/s per W comes from the energy its worker read across a "
         "sustained run (dltui bench kernels --energy), never from a case's own milliseconds; "
@@ -97,10 +99,6 @@ def load(paths: list[Path]) -> list[Session]:
     return sessions
 
 
-def _cell(value: float | None, text: str) -> str:
-    return text if value is not None else "–"
-
-
 def servers_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "server", "host", "GPUs", "CPU", "driver", "recorded"]]
     for session in sessions:
@@ -113,35 +111,40 @@ def servers_table(sessions: list[Session]) -> list[list[str]]:
     return rows
 
 
+def _number(value: float | None, digits: int = 4) -> str:
+    return significant(value, digits) if value is not None else "–"
+
+
 def results_table(sessions: list[Session]) -> list[list[str]]:
+    """A row per timed case; one unit per column, named in its heading."""
     rows = [["recording", "host", "case", "pass", "prec", "device", "median", "±", "timed",
-             "rate", "vs V100", "power", "TFLOP/s per W", "util", "tensor", "NVLink",
+             "TFLOP/s", "GB/s", "vs V100", "power W", "TFLOP/s per W", "util %", "tensor %",
+             "NVLink GB/s",
              "of link"]]  # fmt: skip
     for session in sessions:
         for phase, r in session.kernel_phases():
             t, host = phase.telemetry, session.hostname(phase.source)
             if r.error is not None:
                 rows.append([session.name, host, f"{r.kind} {r.shape}", r.direction, r.precision,
-                             device_text(r.device), "error", r.error, *[""] * 9])  # fmt: skip
+                             device_text(r.device), "error", r.error, *[""] * 10])  # fmt: skip
                 continue
-            per_watt, watts = phase.tflops_per_watt, phase.watts
             spread = r.spread_s / r.median_s if r.median_s else 0.0
+            nvlink = t.get("nvlink_tx")
             rows.append([
                 session.name, host, f"{r.kind} {r.shape}", r.direction, r.precision,
                 device_text(r.device), fmt_duration(r.median_s), f"{spread:.1%}", method_text(r),
-                rate_text(r), ratio_text(r),
-                _cell(watts, f"{watts or 0:.0f} W"),
-                _cell(per_watt, f"{per_watt or 0:.3f}"),
-                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
-                _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"),
-                _cell(t.get("nvlink_tx"), fmt_rate(t.get("nvlink_tx", 0))), link_text(r),
+                _number(r.tflops) if r.tflops is not None else "",
+                _number(r.gbps) if r.gbps is not None else "",
+                ratio_text(r), _number(phase.watts, 3), _number(phase.tflops_per_watt, 3),
+                _number(t.get("util_gpu"), 2), _number(t.get("tensor_active"), 2),
+                _number(nvlink / GB if nvlink is not None else None, 3), link_text(r),
             ])  # fmt: skip
     return rows
 
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
     rows = [["recording", "host", "run", "GPUs", "framework", "device", "images/s", "±",
-             "vs 1 GPU", "vs 1 server", "power", "images/s per W", "util", "tensor",
+             "vs 1 GPU", "vs 1 server", "power W", "images/s per W", "util %", "tensor %",
              "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
@@ -156,16 +159,14 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
             per_watt, watts = phase.per_watt, phase.watts
             reference = ""
             if r.reference_images_per_s and r.images_per_s:
-                reference = (f"{r.images_per_s / r.reference_images_per_s:.2f}× "
+                reference = (f"{fmt_ratio(r.images_per_s / r.reference_images_per_s)} "
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
                 session.name, host, model_what(r), r.placement or "–", r.framework, r.device,
                 images_text(r.images_per_s), images_text(r.spread),
                 percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
-                _cell(watts, f"{watts or 0:.0f} W"),
-                _cell(per_watt, f"{per_watt or 0:.3f}"),
-                _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
-                _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"), reference,
+                _number(watts, 3), _number(per_watt, 3), _number(t.get("util_gpu"), 2),
+                _number(t.get("tensor_active"), 2), reference,
             ])  # fmt: skip
     return rows
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dltui.protocol.fields import GPM_WINDOW
+
 GPM_MIN_INTERVAL = 0.1
 """Seconds between two GPM samples; NVML's metrics are noise over shorter spans."""
 
@@ -79,9 +81,8 @@ HEALTH_INTERVAL = 5.0
 # collects by default; the energy counter every 5 s while a benchmark job runs (JOB_INTERVALS).
 SLOW_INTERVALS = {
     "processes": 2.0,
-    "gpm": 1.0,
-    "nvlink": 1.0,
-    "pcie": 1.0,
+    # what a reading averages over: a benchmark case shorter than it shows none of these
+    **dict.fromkeys(("gpm", "nvlink", "pcie"), GPM_WINDOW),
     "energy": 30.0,
     # Set by an administrator, the board or a fault: as often as the health reads.
     **dict.fromkeys(

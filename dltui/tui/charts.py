@@ -10,66 +10,89 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from dltui.fleet.series import Series
 from dltui.fleet.state import GpuView, ServerView
-from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
+from dltui.formatting import fmt_short
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, ChartSpec, Combine, FieldSpec
 from dltui.protocol.messages import GpuInfo
 from dltui.tui.scales import full_scale, physical_top
-from dltui.tui.units import short
 from dltui.tui.widgets.graph import Plot
 
-Combine = Literal["mean", "sum", "max"]
+COLORS = {
+    "util_gpu": "$success",
+    "cpu": "$success",
+    "tensor_active": "$success-lighten-2",
+    "power": "$warning",
+    "temp": "$error",
+    "clock_sm": "#b48ead",
+    "nvlink_tx": "#88c0d0",
+    "nvlink_rx": "#88c0d0",
+    "disk_read": "#88c0d0",
+    "disk_write": "#88c0d0",
+}
+"""A chart's colour; any other field takes its unit's (UNIT_COLORS)."""
+UNIT_COLORS = {"%": "$success", "B": "$secondary-lighten-3", "B/s": "$primary-lighten-2"}
 
 
 @dataclass(frozen=True, slots=True)
 class Chart:
-    """One chart: a field of a GPU (or of the host), and how a server's GPUs combine."""
+    """One chart: a field of a GPU (or of the host) whose FieldSpec has a chart."""
 
-    name: str
-    label: str
-    color: str
-    combine: Combine = "mean"
+    field: FieldSpec
     host: bool = False
 
     @property
+    def name(self) -> str:
+        return self.field.name
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
     def unit(self) -> str:
-        return (HOST_FIELDS if self.host else GPU_FIELDS)[self.name].unit
+        return self.field.unit
+
+    @property
+    def spec(self) -> ChartSpec:
+        assert self.field.chart is not None, "a Chart is made only of a charted field"
+        return self.field.chart
+
+    @property
+    def combine(self) -> Combine:
+        return self.spec.combine
+
+    @property
+    def color(self) -> str:
+        return COLORS.get(self.name) or UNIT_COLORS.get(self.unit, "$accent")
 
 
-GPU_CHARTS = (
-    Chart("util_gpu", "util", "$success"),
-    Chart("mem_used", "mem", "$secondary-lighten-3", "sum"),
-    Chart("power", "power", "$warning", "sum"),
-    Chart("temp", "temp", "$error", "max"),
-    Chart("clock_sm", "sm clk", "#b48ead"),
-    Chart("tensor_active", "tensor", "$success-lighten-2"),
-    Chart("pcie_tx", "pci tx", "$primary-lighten-2", "sum"),
-    Chart("pcie_rx", "pci rx", "$primary-lighten-2", "sum"),
-    Chart("nvlink_tx", "nvl tx", "#88c0d0", "sum"),
-    Chart("nvlink_rx", "nvl rx", "#88c0d0", "sum"),
-)
-"""A GPU panel's charts, top to bottom; a field no GPU on screen reports is left out."""
+def _charts(table: dict[str, FieldSpec], host: bool) -> tuple[Chart, ...]:
+    return tuple(Chart(spec, host) for spec in table.values() if spec.chart is not None)
 
-HOST_CHARTS = (
-    Chart("cpu", "cpu", "$success", host=True),
-    Chart("mem_used", "mem", "$secondary-lighten-3", host=True),
-    Chart("net_rx", "net ↓", "$primary-lighten-2", host=True),
-    Chart("net_tx", "net ↑", "$primary-lighten-2", host=True),
-    Chart("disk_read", "disk r", "#88c0d0", host=True),
-    Chart("disk_write", "disk w", "#88c0d0", host=True),
-)
 
-TOTAL_CHARTS = (
-    *GPU_CHARTS[:3],
-    HOST_CHARTS[0],
-    GPU_CHARTS[5],
-    HOST_CHARTS[1],
-    *GPU_CHARTS[6:],
-    *HOST_CHARTS[2:],
-)
-"""Below the compact table, as many as fit: the GPUs' totals first, the host's after."""
+def gpu_charts() -> tuple[Chart, ...]:
+    """A GPU panel's charts, top to bottom (protocol/fields.py's order); a field no GPU on
+    screen reports is left out (`present`)."""
+    return _charts(GPU_FIELDS, host=False)
+
+
+def host_charts() -> tuple[Chart, ...]:
+    return _charts(HOST_FIELDS, host=True)
+
+
+TOTALS_FIRST = (("util_gpu", False), ("mem_used", False), ("power", False), ("cpu", True),
+                ("tensor_active", False), ("mem_used", True))  # fmt: skip
+"""The server totals that matter most, first where only a few fit."""
+
+
+def total_charts() -> tuple[Chart, ...]:
+    """Below the compact table (and the overlay), as many as fit: TOTALS_FIRST, then the GPUs'
+    other totals, then the host's."""
+    charts = [chart for chart in (*gpu_charts(), *host_charts()) if chart.spec.total]
+    first = [c for key in TOTALS_FIRST for c in charts if (c.name, c.host) == key]
+    return (*first, *(chart for chart in charts if chart not in first))
 
 
 def present(charts: Sequence[Chart], servers: Sequence[ServerView]) -> tuple[Chart, ...]:
@@ -124,9 +147,9 @@ def _latest(series: Series | None) -> float | None:
 def gpu_plot(chart: Chart, server: ServerView, gpu: GpuView, frame: Frame) -> Plot:
     series = gpu.series.get(chart.name)
     values = frame.cells(series)
-    physical = physical_top(chart.name, gpu.series, gpu_info(server, gpu.index))
-    top = full_scale(chart.name, physical, _observed(values))
-    value = short(_latest(series), chart.unit)
+    physical = physical_top(chart.field, gpu.series, gpu_info(server, gpu.index))
+    top = full_scale(chart.field, physical, _observed(values))
+    value = fmt_short(_latest(series), chart.unit)
     return Plot(chart.label, value, chart.unit, top, chart.color, values)
 
 
@@ -161,26 +184,34 @@ def total_plot(chart: Chart, server: ServerView, frame: Frame) -> Plot | None:
         if series is None:
             return None
         values = frame.cells(series)
-        physical = 100.0 if chart.name == "cpu" else None
-        if chart.name == "mem_used":
-            physical = _latest(server.host.get("mem_total"))
-        top = full_scale(chart.name, physical, _observed(values))
+        physical = physical_top(chart.field, server.host, None)
+        top = full_scale(chart.field, physical, _observed(values))
         return Plot(
-            chart.label, short(_latest(series), chart.unit), chart.unit, top, chart.color, values
+            chart.label,
+            fmt_short(_latest(series), chart.unit),
+            chart.unit,
+            top,
+            chart.color,
+            values,
         )
     gpus = [gpu for gpu in server.gpus.values() if chart.name in gpu.series]
     if not gpus:
         return None
     columns = [frame.cells(gpu.series[chart.name]) for gpu in gpus]
     values = _combine(chart.combine, columns, frame.points)
-    tops = [physical_top(chart.name, g.series, gpu_info(server, g.index)) for g in gpus]
+    tops = [physical_top(chart.field, g.series, gpu_info(server, g.index)) for g in gpus]
     physical = None
     if all(tops):
         physical = (
             sum(t or 0.0 for t in tops) if chart.combine == "sum" else max(t or 0 for t in tops)
         )
-    top = full_scale(chart.name, physical, _observed(values))
+    top = full_scale(chart.field, physical, _observed(values))
     label = chart.label if chart.combine != "sum" or len(gpus) == 1 else f"Σ{chart.label}"
     return Plot(
-        label, short(total_latest(chart, server), chart.unit), chart.unit, top, chart.color, values
+        label,
+        fmt_short(total_latest(chart, server), chart.unit),
+        chart.unit,
+        top,
+        chart.color,
+        values,
     )

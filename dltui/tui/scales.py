@@ -1,4 +1,5 @@
-"""The full scale of each chart: the field's physical range where it has one.
+"""The full scale of each chart: the field's physical range where it has one (its FieldSpec's
+chart top, in protocol/fields.py), worked out for a device here.
 
 A clock is drawn against the GPU's maximum clock, power against its limit, memory against its
 size, PCIe against what the link can carry and NVLink against its links' total, so an idle
@@ -8,19 +9,11 @@ physical top (host network, disk) are scaled to a round number above what they r
 
 from __future__ import annotations
 
-from dltui.fleet.series import Series
-from dltui.protocol.messages import GpuInfo
-from dltui.tui.units import nice_top
+import math
 
-PERCENT_FIELDS = frozenset(
-    {"util_gpu", "util_mem", "tensor_active", "sm_active", "sm_occupancy", "dram_active", "cpu"}
-)
-CLOCK_FLOOR_MHZ = 2000.0
-"""Where an agent does not report the maximum clock: no data-centre GPU boosts past ~2 GHz."""
-TEMP_TOP_C = 100.0
-"""GPUs slow themselves down below this: a fuller bar is closer to throttling."""
-RATE_FLOOR = 1e8
-"""B/s: below 100 MB/s a link is idle for deep learning; do not magnify the noise."""
+from dltui.fleet.series import Series
+from dltui.protocol.fields import FieldSpec
+from dltui.protocol.messages import GpuInfo
 
 PCIE_LANE_GBITS = {
     1: 2.0,
@@ -64,31 +57,41 @@ def _latest(series: dict[str, Series], name: str) -> float | None:
     return point[1] if point is not None else None
 
 
-def physical_top(name: str, series: dict[str, Series], info: GpuInfo | None) -> float | None:
-    """The field's physical full scale for this device, None where it has none (or the agent
-    did not say it)."""
-    if name in PERCENT_FIELDS:
+def physical_top(field: FieldSpec, series: dict[str, Series], info: GpuInfo | None) -> float | None:
+    """The field's physical full scale for this device (its FieldSpec's chart top; 100 for a
+    percentage), None where it has none (or the agent did not say it)."""
+    top = field.chart.top if field.chart is not None else None
+    if top is None and field.unit == "%":
         return 100.0
-    if name == "mem_used":
-        return _latest(series, "mem_total") or (info.memory_total if info else None)
-    if name == "power":
-        return _latest(series, "power_limit")
-    if name == "clock_sm":
-        return _latest(series, "clock_sm_max")
-    if name in ("pcie_tx", "pcie_rx") and info is not None:
-        return pcie_bytes(info)
-    if name in ("nvlink_tx", "nvlink_rx") and info is not None:
-        return nvlink_bytes(info)
-    return None
+    if isinstance(top, (int, float)):
+        return top
+    if top == "pcie":
+        return pcie_bytes(info) if info is not None else None
+    if top == "nvlink":
+        return nvlink_bytes(info) if info is not None else None
+    if top is None:
+        return None
+    latest = _latest(series, top)
+    if latest is None and top == "mem_total" and info is not None:
+        return info.memory_total
+    return latest
 
 
-FLOORS = {"clock_sm": CLOCK_FLOOR_MHZ, "temp": TEMP_TOP_C}
-
-
-def full_scale(name: str, physical: float | None, observed: float) -> float:
+def full_scale(field: FieldSpec, physical: float | None, observed: float) -> float:
     """The chart's top: the physical one (or past it, if the field ever reads higher), else a
     round number above what was seen, never below the field's floor."""
     if physical:
         return max(physical, observed)
-    floor = FLOORS.get(name, RATE_FLOOR if name.endswith(("_tx", "_rx")) else 0.0)
-    return nice_top(observed, floor)
+    return nice_top(observed, field.chart.floor if field.chart is not None else 0.0)
+
+
+def nice_top(observed: float, floor: float = 0.0) -> float:
+    """A round full scale at or above both: 1, 2, 2.5 or 5 times a power of ten."""
+    top = max(observed, floor)
+    if top <= 0 or math.isnan(top):
+        return 1.0
+    power = 10 ** math.floor(math.log10(top))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if top <= step * power * (1 + 1e-9):
+            return step * power
+    return 10 * power

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 
@@ -20,6 +21,7 @@ from dltui.client.target import Target, parse_target
 from dltui.client.transport import open_transport
 from dltui.fleet.state import Fleet
 from dltui.protocol.errors import ProtocolError
+from dltui.protocol.fields import HOST_FIELDS
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample, to_wire
 from dltui.telemetry.sampler import OPEN_DEADLINE
@@ -141,6 +143,13 @@ def test_probe_prints_inventory_and_a_sample(agent_factory):
     assert 0 <= report["sample"]["host"]["values"]["cpu"] <= 100
     text = run_probe(agent.address)
     assert text.returncode == 0 and socket.gethostname() in text.stdout and "memory" in text.stdout
+    sample = text.stdout.partition("\nsample\n")[2]
+    host = [line for line in sample.splitlines() if line.startswith("  host  ")]
+    names = [line.split()[1] for line in host]
+    assert names == [name for name in HOST_FIELDS if name in names]  # the fields' own order
+    assert re.search(r"^  host  mem_total +\d+\.\d GiB  memory total$", text.stdout, re.M)
+    ends = {len(line) - len(line.split("  ")[-1]) for line in host}
+    assert len(ends) == 1  # every value ends in one column, its label after it
 
 
 def test_probe_unreachable_and_refused(agent_factory, secret_file, tmp_path):

@@ -23,7 +23,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from dltui.protocol.fields import THROTTLE_REASONS
 from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
-from dltui.protocol.metric_names import GPU_METRICS, HOST_METRICS
+from dltui.protocol.metric_names import gpu_metric, host_metric
 from tests.conftest import ROOT, AgentProcess, require, wait_for
 from tests.integration.test_agent_stream import collect_samples, connect
 
@@ -86,16 +86,18 @@ async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_
     series, text = scrape(metrics_url(agent))
     host = welcome.inventory.hostname
     for field in sample.host.values:  # each tick's own values differ: all there, and one known
-        assert pick(series, HOST_METRICS[field].sample_name, hostname=host)
+        spec = host_metric(field)
+        assert spec is not None and pick(series, spec.sample_name, hostname=host)
     assert one(series, "dltui_host_memory_total_bytes") == psutil.virtual_memory().total
     for gpu in sample.gpus:
         info = welcome.inventory.gpus[gpu.index]
         labels = {"hostname": host, "gpu": str(gpu.index), "uuid": info.uuid, "name": info.name}
         assert one(series, "dltui_gpu_up", **labels) == 1.0
         for field, value in gpu.values.items():
-            if field in GPU_METRICS:
-                spec = GPU_METRICS[field]
-                assert one(series, spec.sample_name, **labels) == pytest.approx(value * spec.scale)
+            if (gpu_spec := gpu_metric(field)) is not None:
+                assert one(series, gpu_spec.sample_name, **labels) == pytest.approx(
+                    value * gpu_spec.scale
+                )
         reasons = pick(series, "dltui_gpu_throttle_reason", **labels)
         assert len(reasons) == len(THROTTLE_REASONS)
         assert one(series, "dltui_gpu_throttle_reason", reason="idle", **labels) == 1.0  # 0x1
@@ -251,10 +253,7 @@ def test_the_faster_openmetrics_writer_gives_the_library_s_own_bytes(agent_facto
     from dltui.agent.metrics_server import encoder_for
     from dltui.protocol import metric_names
 
-    specs = [value for value in vars(metric_names).values()
-             if isinstance(value, metric_names.MetricSpec)]  # fmt: skip
-    specs += [*metric_names.GPU_METRICS.values(), *metric_names.HOST_METRICS.values()]
-    for spec in specs:  # legacy names: what makes the escaping a no-op
+    for spec in metric_names.all_specs():  # legacy names: what makes the escaping a no-op
         assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", spec.name), spec.name
         assert all(re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", label) for label in spec.labels)
     fake_gpus([{"gpm": True}, {}])

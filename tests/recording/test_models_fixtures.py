@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dltui.fleet.state import Fleet
-from dltui.formatting import images_text
+from dltui.formatting import images_text, significant
 from dltui.protocol.messages import JobResult, ModelResult
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
@@ -62,7 +62,7 @@ def test_the_report_measures_power_over_the_timed_steps_not_the_compile(tmp_path
     assert resnet.end - resnet.start == pytest.approx(sum(resnet.result.step_times))
     assert resnet.watts > 500 and resnet.telemetry["util_gpu"] > 90
     row = next(line for line in markdown.splitlines() if "resnet50 ×1 GPU" in line)
-    assert f"{resnet.watts:.0f} W" in row and f"{resnet.per_watt:.3f}" in row
+    assert f"| {significant(resnet.watts, 3)} | {significant(resnet.per_watt, 3)} |" in row
     for name in ("training.png", "scaling.png", "per-watt.png", "telemetry-h200-models.png"):
         assert (tmp_path / name).stat().st_size > 1000, name
 

@@ -13,7 +13,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from dltui.agent.metrics import families
 from dltui.protocol.messages import JobProgress, JobResult, Sample, Welcome
-from dltui.protocol.metric_names import ALL_SPECS, gpu_labels, sample_points
+from dltui.protocol.metric_names import all_specs, gpu_labels, sample_points
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command
 from tests.prometheus import PrometheusServer, promtool, values
@@ -39,7 +39,7 @@ def test_the_export_is_openmetrics_under_the_live_endpoints_names(exported):
     text = exported.read_text()
     assert text.endswith("# EOF\n")
     parsed = {family.name: family for family in text_string_to_metric_families(text)}
-    assert set(parsed) <= {spec.name for spec in ALL_SPECS}
+    assert set(parsed) <= {spec.name for spec in all_specs()}
     records = RecordingReader(H200).read_all()
     welcome = next(r.message for r in records if isinstance(r.message, Welcome))
     sample = next(r.message for r in records if isinstance(r.message, Sample))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from dltui.formatting import rate_text
+from dltui.formatting import significant
 from dltui.protocol.messages import JobResult
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command
@@ -23,9 +23,10 @@ def test_report_of_two_recordings(tmp_path):
     page = (tmp_path / "index.html").read_text()
     for path in FILES:
         for record in RecordingReader(path):
-            if isinstance(record.message, JobResult):
-                figure = rate_text(record.message.result)
-                assert figure in markdown and figure in page
+            if isinstance(record.message, JobResult) and record.message.result:
+                result = record.message.result  # its figure in its unit's column
+                figure = significant(result.tflops or result.gbps or 0.0, 4)
+                assert f" | {figure} | " in markdown and f"<td>{figure}</td>" in page
     assert "2× NVIDIA H200" in markdown and "| cpu-kernels |" in markdown
     for name in ("throughput.png", "allreduce.png", "telemetry-h200x2-kernels.png"):
         assert (tmp_path / name).read_bytes().startswith(PNG)

@@ -121,9 +121,11 @@ def test_report_shows_throughput_scaling_efficiency_and_per_watt(training_record
     power = power_between(training_recording, start + 12 - 4 * 1000 / 1800, start + 12, 2)
     row = next(line for line in markdown.splitlines() if "alexnet ×2 GPUs" in line).split(" | ")
     assert "1,800.0" in row and "90.0%" in row
-    shown = float(next(cell for cell in row if cell.endswith(" W"))[:-2])
+    heading = next(line for line in markdown.splitlines() if "| images/s per W |" in line)
+    watts = heading.split(" | ").index("power W")  # one unit per column, named in its heading
+    shown = float(row[watts])
     assert shown == pytest.approx(power, rel=0.15)  # the energy counter's, or the samples'
-    assert float(row[row.index(f"{shown:.0f} W") + 1]) == pytest.approx(1800.0 / shown, rel=0.01)
+    assert float(row[watts + 1]) == pytest.approx(1800.0 / shown, rel=0.01)
     assert "needs 4 GPUs, the server has 2" in markdown
     assert "## Kernel results" not in markdown  # no kernel case in this recording
     for name in ("training.png", "scaling.png", "per-watt.png", "telemetry-h200-training.png"):

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 from dltui.protocol.metric_names import (
-    ALL_SPECS,
     GPU_LABELS,
     GPU_UP,
     THROTTLE,
     MetricSpec,
+    all_specs,
 )
 from tests.conftest import ROOT
 from tests.prometheus import promtool
@@ -25,7 +25,7 @@ DASHBOARD = ROOT / "agents/grafana/dltui-dashboard.json"
 
 def exported() -> set[str]:
     """Every sample name the agent's /metrics serves."""
-    return {spec.sample_name for spec in ALL_SPECS}
+    return {spec.sample_name for spec in all_specs()}
 
 
 _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
@@ -114,7 +114,7 @@ def series(spec: MetricSpec, **labels: str) -> str:
 
 GPU = dict(zip(GPU_LABELS, ("gpu-07", "3", "GPU-3", "NVIDIA H200"), strict=True))
 TARGET = {"instance": "gpu-07:9470", "job": "dltui"}
-ECC = next(spec for spec in ALL_SPECS if spec.name == "dltui_gpu_ecc_uncorrected_errors")
+ECC = next(spec for spec in all_specs() if spec.name == "dltui_gpu_ecc_uncorrected_errors")
 
 
 def test_the_alerts_fire_on_the_agents_series(tmp_path):

@@ -124,27 +124,27 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
             app.fleet.apply("gpubox:7070", message)
         # 120x40 cannot give two GPUs' ten charts two rows each: a line per GPU (waited for
         # whole: under load a frame can show it half drawn).
-        text = await wait_for_text(pilot, r"\n +0 +█+\S* +79%.*↑100G↓90G")
+        text = await wait_for_text(pilot, r"\n +0 +█+\S* +79%.*↑100 ↓90")
         assert "gpubox" in text and "2× NVIDIA H200" in text
         row = next(line for line in text.splitlines() if re.match(r" +0 ", line))
-        for shown in ("70/141G", "600/700W", "61°C", "93%", "1485", "↑5G↓2G", "↑100G↓90G"):
+        for shown in ("70.0", "600/700 W", "61 °C", "93%", "1485", "↑5.0 ↓2.0", "↑100 ↓90"):
             assert shown in row, shown
         assert re.search(r"\n +1 ✕ lost: stopped answering NVML", text)
         assert "offline" not in text and "dropped" not in text
 
         await pilot.press("c")  # panels, though each chart gets a single row here
         text = await wait_for_text(pilot, r"GPU 0 · NVIDIA H200 · software power cap")
-        assert re.search(r"│ power +\S+ +600W │", text) and "⚠ 1 field unread (d)" in text
+        assert re.search(r"│ power +\S+ +600 W │", text) and "⚠ 1 field unread (d)" in text
         await pilot.press("c")
         await wait_for_text(pilot, r"\n +0 +█+\S* +79%")
         # Where the screen is large enough, panels by themselves: a chart per field, rows
         # high, each on the field's own scale.
         await pilot.resize_terminal(200, 60)
         text = await wait_for_text(pilot, r"GPU 0 · NVIDIA H200 · software power cap")
-        assert re.search(r"power +700W┤", text) and re.search(r"\n│ 600W +│", text)
-        assert re.search(r"nvl tx +450GB/s┤", text)  # 18 links × 25 GB/s each way
-        assert re.search(r"pci tx +63GB/s┤", text)  # PCIe gen 5 ×16, each way
-        assert re.search(r"sm clk +2000MHz┤", text)  # no maximum reported: 2 GHz
+        assert re.search(r"power +700 W┤", text) and re.search(r"\n│ 600 W +│", text)
+        assert re.search(r"nvl tx +450 GB/s┤", text)  # 18 links × 25 GB/s each way
+        assert re.search(r"pci tx +63 GB/s┤", text)  # PCIe gen 5 ×16, each way
+        assert re.search(r"sm clk +2000 MHz┤", text)  # no maximum reported: 2 GHz
         assert "GPU 1 · NVIDIA H200" in text and "lost" in text
         await pilot.resize_terminal(120, 40)
 
@@ -152,7 +152,7 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
         await wait_for_text(pilot, "dropped 3")
 
         app.fleet.apply("gpubox:7070", Link("offline", time.time(), "connection reset"))
-        text = await wait_for_text(pilot, r"offline since \d\d:\d\d:\d\d \(\d+s ago\)")
+        text = await wait_for_text(pilot, r"offline since \d\d:\d\d:\d\d \(\d+ s ago\)")
         assert re.search(r"as of \d\d:\d\d:\d\d · connection reset", text)
         assert re.search(r"\n +0 +█+\S* +79%", text)  # its last values, greyed
         assert app.sub_title == "1 server · 0 live · 1 offline"

@@ -4,7 +4,6 @@ import pytest
 
 from dltui.client.clock import ClockEstimator
 from dltui.client.target import DEFAULT_PORT, Target, parse_target
-from dltui.formatting import fmt_bytes, fmt_duration, fmt_rate, fmt_value
 
 
 @pytest.mark.parametrize(
@@ -37,17 +36,3 @@ def test_clock_offset_uses_the_fastest_exchange():
     clock.add(sent_wall=102.0, rtt=0.300, agent_wall=132.0 + 0.050)
     assert clock.offset == pytest.approx(30.0, abs=1e-9)
     assert clock.rtt == pytest.approx(0.300)
-
-
-def test_formatting():
-    assert fmt_bytes(None) == "–"
-    assert fmt_bytes(512) == "512 B"
-    assert fmt_bytes(141 * 2**30) == "141.0 GiB"
-    assert fmt_rate(55.3e9) == "55.3 GB/s"
-    assert fmt_rate(0) == "0 B/s"
-    assert fmt_value(97.4, "%") == "97%"
-    assert fmt_value(691.2, "W") == "691 W"
-    assert fmt_value(3, "") == "3"
-    assert fmt_duration(0.0042) == "4.2 ms"
-    assert fmt_duration(0.0000231) == "23.1 µs"
-    assert fmt_duration(90) == "90.0 s"

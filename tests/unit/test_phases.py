@@ -32,6 +32,21 @@ def sample(t: float, power: tuple[float, float], energy: tuple[float, float] | N
     return Sample(0, t, t, HostSample({}), gpus)
 
 
+def test_a_case_shorter_than_a_field_s_window_has_no_figure_of_it() -> None:
+    """A GPM or link-rate reading spans a second (util 200 ms): a case that ends sooner
+    shows none rather than the reading taken before it began (tensor 0% beside 600
+    TFLOP/s); a longer one shows the mean."""
+    for seconds, expected in ((0.15, {"power"}), (0.5, {"power", "util_gpu"}),
+                              (1.5, {"power", "util_gpu", "pcie_tx"})):  # fmt: skip
+        tracker = PhaseTracker()
+        tracker.observe("a", JobProgress("j", 0, 1, "gemm"), 0.0)
+        tracker.observe("a", sample(seconds / 2, (70, 600)), seconds / 2)
+        tracker.observe("a", JobResult("j", GEMM), seconds)
+        (phase,) = tracker.finished()
+        assert set(phase.telemetry) == expected, seconds
+        assert phase.too_short("pcie_tx") == (seconds < 1.0)
+
+
 def test_a_case_runs_from_a_new_done_to_its_result_over_the_gpu_it_used() -> None:
     tracker = PhaseTracker()
     tracker.observe("a", sample(0.0, (70, 70)), 0.0)
@@ -46,7 +61,8 @@ def test_a_case_runs_from_a_new_done_to_its_result_over_the_gpu_it_used() -> Non
     (phase,) = tracker.finished()
     assert (phase.start, phase.end, phase.result) == (0.5, 0.9, GEMM)
     assert phase.gpus() == {1}  # cuda:1 ran it; GPU 0 idled beside it
-    assert phase.telemetry == {"power": 600.0, "util_gpu": 100.0, "pcie_tx": 1e9}
+    # PCIe rates average over 1 s: a 0.4 s case has no reading of its own.
+    assert phase.telemetry == {"power": 600.0, "util_gpu": 100.0}
     # A kernel's milliseconds are no span to read power over: no per-watt without the
     # energy its worker measured across a sustained run.
     assert phase.per_watt is None

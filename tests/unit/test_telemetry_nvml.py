@@ -846,3 +846,19 @@ def test_processes_not_supported_are_never_asked_again_and_a_lost_gpu_is_lost() 
         nvml.clock.now += SLOW_INTERVALS["processes"]
     assert unsupported.calls["nvmlDeviceGetComputeRunningProcesses"] == 1
     assert [sample.state for sample in gateway.read_fast()] == ["ok", "lost"]
+
+
+def test_every_field_the_reads_fill_has_one_spec_and_every_health_field_a_read() -> None:
+    """The reads (nvml_reads.py) name fields; their specs (protocol/fields.py) say the rest:
+    a read of a field without a spec, or a health field nothing reads, is a field half added."""
+    from dltui.protocol.fields import GPM_WINDOW
+    from dltui.telemetry.nvml_reads import FAST_READS, GPM_METRICS, HEALTH_GROUPS, SIMPLE_READS
+
+    read = {name for fast in FAST_READS.values() for name in fast.fields}
+    read |= set(SIMPLE_READS) | set(GPM_METRICS)
+    read |= {name for names in HEALTH_GROUPS.values() for name in names}
+    read |= {"nvlink_tx_bytes", "nvlink_rx_bytes"}  # the NVLink counters' totals (nvml.py)
+    assert read == set(GPU_FIELDS)
+    assert {name for name, spec in GPU_FIELDS.items() if spec.health} <= read
+    assert {GPU_FIELDS[name].window for name in GPM_METRICS} == {GPM_WINDOW}
+    assert SLOW_INTERVALS["gpm"] == GPM_WINDOW  # what a GPM figure averages over

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from dltui.fleet.state import Fleet, ServerView
+from dltui.formatting import fmt_memory
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.event_list import EventList
 from dltui.tui.widgets.fitted_footer import FittedFooter
@@ -48,7 +49,7 @@ class ServerInfo(FleetPanel):
         inventory = server.inventory
         if inventory is not None:
             cpu = f"{inventory.cpu_model} × {inventory.cpu_count}, "
-            cpu += f"{inventory.memory_total / 2**30:.0f} GiB · {inventory.os}"
+            cpu += f"{fmt_memory(inventory.memory_total)} · {inventory.os}"
             lines.append(Content.styled(cpu, "$text-muted"))
             software = [f"driver {inventory.driver_version}"] if inventory.driver_version else []
             if inventory.cuda_version:

@@ -17,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from dltui.tui.charts import gpu_charts, host_charts
+
 Section = tuple[str, tuple[tuple[str, str], ...]]
 
 HELP: tuple[Section, ...] = (
@@ -60,21 +62,6 @@ HELP: tuple[Section, ...] = (
              "busy: someone else's work on its GPUs, or ⚠ its worst health condition"),
         ("as of", "an offline server keeps its last values, greyed, measured at that time"),
     )),
-    ("Host", (
-        ("cpu", "all cores, one block per core under it"),
-        ("mem", "used/total; load 1 min; net ↓ receive ↑ transmit; disk read, write"),
-    )),
-    ("GPU (NVML; a field no GPU reports is left out)", (
-        ("util", "time a kernel was running (not how much of the GPU it used)"),
-        ("mem", "memory used, against the GPU's memory"),
-        ("power", "draw, against the power limit"),
-        ("temp", "GPU temperature, against 100 °C"),
-        ("sm clk", "SM clock, against the GPU's maximum (2 GHz where the agent does not say)"),
-        ("tensor", "tensor cores active (GPM, Hopper and later)"),
-        ("pci", "PCIe transmit/receive, against what the link carries each way"),
-        ("nvl", "NVLink transmit/receive, against all active links together"),
-        ("throttle", "why the clocks are held down, in words (a panel's title)"),
-    )),
     ("Charts", (
         ("", "newest at the right, each point the peak of its stretch of time; a gap is the "
              "link down; a shaded band is a benchmark case (brighter where it starts). The "
@@ -87,10 +74,19 @@ HELP: tuple[Section, ...] = (
 TERM_WIDTH = 8
 
 
+def field_sections() -> tuple[Section, ...]:
+    """What each chart measures, from its field's spec (protocol/fields.py)."""
+    host = tuple((c.label, c.field.help) for c in host_charts())
+    gpu = tuple((c.label, c.field.help) for c in gpu_charts())
+    throttle = ("throttle", "why the clocks are held down, in words (a panel's title)")
+    return (("Host", host), ("GPU (NVML; a field no GPU reports is left out)", (*gpu, throttle)))
+
+
 def help_text() -> Group:
     """Every section: a heading, then each term with its words wrapped beside it."""
     parts: list[Text | Table] = []
-    for index, (heading, entries) in enumerate(HELP):
+    sections = (*HELP[:-1], *field_sections(), HELP[-1])
+    for index, (heading, entries) in enumerate(sections):
         parts.append(Text(("\n" if index else "") + heading, style="bold underline"))
         table = Table.grid(padding=(0, 2))
         table.add_column(no_wrap=True, style="bold", width=TERM_WIDTH)

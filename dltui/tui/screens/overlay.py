@@ -22,8 +22,8 @@ from textual.widgets import Header
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
-from dltui.tui.charts import TOTAL_CHARTS, Chart, Frame, present, total_latest, total_plot
-from dltui.tui.units import short
+from dltui.formatting import fmt_ratio, fmt_short
+from dltui.tui.charts import Chart, Frame, present, total_charts, total_latest, total_plot
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_words
@@ -36,12 +36,12 @@ MIN_ROWS = 3
 
 
 def difference(value: float | None, base: float | None, unit: str) -> str:
-    """'+120W 1.21×': this server against the baseline."""
+    """'+120 W 1.21×': this server against the baseline."""
     if value is None or base is None:
         return ""
     sign = "+" if value >= base else "−"
-    ratio = f" {value / base:.2f}×" if base else ""
-    return f"{sign}{short(abs(value - base), unit)}{ratio}"
+    ratio = f" {fmt_ratio(value / base)}" if base else ""
+    return f"{sign}{fmt_short(abs(value - base), unit)}{ratio}"
 
 
 class OverlayChart(Widget):
@@ -83,7 +83,7 @@ class OverlayChart(Widget):
         side = []
         for index in range(len(owner.servers)):
             mark = "◆" if index == base_index else "■"
-            words = short(values[index], unit)
+            words = fmt_short(values[index], unit)
             if index != base_index:
                 words += "  " + difference(values[index], values[base_index], unit)
             side.append(Content.assemble((mark, COLORS[index]), " ", (words, "bold")))
@@ -139,7 +139,7 @@ class OverlayScreen(Screen[None]):
         self._drawn: Hashable = None
 
     def compose(self) -> ComposeResult:
-        self.charts = [OverlayChart(chart, self) for chart in present(TOTAL_CHARTS, self.servers)]
+        self.charts = [OverlayChart(chart, self) for chart in present(total_charts(), self.servers)]
         yield Header()
         yield Legend(self)
         with VerticalScroll():

@@ -31,7 +31,7 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import rate_text
+from dltui.formatting import aligned, fmt_ratio
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
@@ -53,10 +53,12 @@ def figure_text(cell: Cell, metric: Metric) -> str:
     kernel = isinstance(result, KernelResult)
     if metric == "per_watt":
         return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
+    # The figure in a fixed width, so decimal points line up down a server's column.
     if isinstance(result, KernelResult):
         spread = result.spread_s / result.median_s if result.median_s else 0.0
-        return f"{rate_text(result)} ±{spread:.1%} ×{result.iterations:,}"
-    return f"{value:,.1f} img/s"
+        unit = "TFLOP/s" if result.tflops is not None else "GB/s" if result.gbps else "/s"
+        return f"{aligned(value)} {unit} ±{spread:.1%} ×{result.iterations:,}"
+    return f"{aligned(value, 6, 1)} img/s"
 
 
 def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
@@ -64,8 +66,8 @@ def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
     if ratio is None:
         return Text("")
     if noisy:
-        return Text(f" {ratio:.2f}×?", style="dim")
-    return Text(f" {ratio:.2f}×", style="bold green" if ratio >= 1 else "bold red")
+        return Text(f" {fmt_ratio(ratio)}?", style="dim")
+    return Text(f" {fmt_ratio(ratio)}", style="bold green" if ratio >= 1 else "bold red")
 
 
 def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:

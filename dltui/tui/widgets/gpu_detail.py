@@ -8,7 +8,7 @@ from textual.content import Content
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
 from dltui.protocol.fields import throttle_words
-from dltui.tui.charts import GPU_CHARTS, gpu_info, present
+from dltui.tui.charts import gpu_charts, gpu_info, present
 from dltui.tui.widgets.gpu_panel import GpuPanel, chart_rows
 
 CHART_ROWS = 3
@@ -91,7 +91,7 @@ class GpuDetail(GpuPanel):
         gpu = self.server.gpus.get(self.index)
         if gpu is None or gpu.state == "lost":
             return super().lines(width)
-        charts = present(GPU_CHARTS, [self.server])
+        charts = present(gpu_charts(), [self.server])
         heights = (CHART_ROWS,) * len(charts)
         lines = chart_rows(self, charts, gpu, width, heights)
         lines += throttle_lines(gpu.last("throttle"))

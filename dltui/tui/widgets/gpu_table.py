@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
+from dltui.formatting import GB, GIB, fmt_short
+from dltui.protocol.fields import GPU_FIELDS
 from dltui.tui import danger
 from dltui.tui.charts import gpu_info
-from dltui.tui.scales import CLOCK_FLOOR_MHZ, physical_top
-from dltui.tui.units import short
+from dltui.tui.scales import physical_top
 from dltui.tui.widgets.graph import MUTED
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.spark import hbar
@@ -31,15 +32,21 @@ def _latest(gpu: GpuView, name: str) -> float | None:
     return point[1] if point is not None else None
 
 
+def _gbps(value: float | None) -> str:
+    """GB/s in at most four cells: '0.0', '5.0', '63', '450'."""
+    if value is None:
+        return "–"
+    gbps = value / GB
+    return f"{gbps:.1f}" if gbps < 9.95 else f"{gbps:.0f}"
+
+
 def _pair(gpu: GpuView, up: str, down: str) -> str:
-    """'↑5.0G↓2.0G': a link's two directions in ten cells."""
-    words = []
-    for arrow, name in (("↑", up), ("↓", down)):
-        value = _latest(gpu, name)
-        words.append(
-            arrow + (short(value, "B/s").removesuffix("B/s") if value is not None else "–")
-        )
-    return "".join(words)
+    """'↑5.0 ↓2.0': a link's two directions in GB/s (the column's unit), in ten cells; '–'
+    where the GPU reports neither."""
+    sent, received = _latest(gpu, up), _latest(gpu, down)
+    if sent is None and received is None:
+        return "–"
+    return f"↑{_gbps(sent)} ↓{_gbps(received)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,34 +61,33 @@ class Column:
     """How alarming its reading is (danger.py), for the text's colour."""
 
 
-def _fraction(name: str, floor: float = 0.0) -> Callable[[ServerView, GpuView], float | None]:
+def _fraction(name: str) -> Callable[[ServerView, GpuView], float | None]:
+    field = GPU_FIELDS[name]
+    floor = field.chart.floor if field.chart is not None else 0.0
+
     def fraction(server: ServerView, gpu: GpuView) -> float | None:
         value = _latest(gpu, name)
-        top = physical_top(name, gpu.series, gpu_info(server, gpu.index)) or floor
+        top = physical_top(field, gpu.series, gpu_info(server, gpu.index)) or floor
         return value / top if value is not None and top else None
 
     return fraction
 
 
 def _memory(server: ServerView, gpu: GpuView) -> str:
-    used, total = (
-        _latest(gpu, "mem_used"),
-        physical_top("mem_used", gpu.series, gpu_info(server, gpu.index)),
-    )
-    if used is None:
-        return "–"
-    return f"{used / 2**30:.0f}/{total / 2**30:.0f}G" if total else short(used, "B")
+    """GiB used with one decimal (the column's unit; the bar is against the total)."""
+    used = _latest(gpu, "mem_used")
+    return f"{used / GIB:.1f}" if used is not None else "–"
 
 
 def _power(server: ServerView, gpu: GpuView) -> str:
     power, limit = _latest(gpu, "power"), _latest(gpu, "power_limit")
     if power is None:
         return "–"
-    return f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"
+    return f"{power:.0f}/{limit:.0f} W" if limit else f"{power:.0f} W"
 
 
 def _temperature(server: ServerView, gpu: GpuView) -> str:
-    return short(_latest(gpu, "temp"), "°C")
+    return fmt_short(_latest(gpu, "temp"), "°C")
 
 
 def _clock(server: ServerView, gpu: GpuView) -> str:
@@ -90,18 +96,18 @@ def _clock(server: ServerView, gpu: GpuView) -> str:
 
 
 def _percent(name: str) -> Callable[[ServerView, GpuView], str]:
-    return lambda server, gpu: short(_latest(gpu, name), "%")
+    return lambda server, gpu: fmt_short(_latest(gpu, name), "%")
 
 
 COLUMNS = (
     Column("util", 4, True, _percent("util_gpu"), _fraction("util_gpu")),
-    Column("mem", 8, True, _memory, _fraction("mem_used")),
-    Column("power", 8, False, _power, level=danger.power),
-    Column("temp", 4, False, _temperature, level=danger.temperature),
+    Column("mem GiB", 5, True, _memory, _fraction("mem_used")),
+    Column("power", 9, False, _power, level=danger.power),
+    Column("temp", 5, False, _temperature, level=danger.temperature),
     Column("tensor", 6, False, _percent("tensor_active")),
-    Column("SM MHz", 4, True, _clock, _fraction("clock_sm", CLOCK_FLOOR_MHZ), danger.throttle),
-    Column("PCIe ↑↓", 10, False, lambda server, gpu: _pair(gpu, "pcie_tx", "pcie_rx")),
-    Column("NVLink ↑↓", 10, False, lambda server, gpu: _pair(gpu, "nvlink_tx", "nvlink_rx")),
+    Column("SM MHz", 4, True, _clock, _fraction("clock_sm"), danger.throttle),
+    Column("PCIe GB/s", 10, False, lambda server, gpu: _pair(gpu, "pcie_tx", "pcie_rx")),
+    Column("NVLink GB/s", 11, False, lambda server, gpu: _pair(gpu, "nvlink_tx", "nvlink_rx")),
 )
 """In the order they are given up when the width runs short (the last first)."""
 BAR_MIN = 3

@@ -15,7 +15,7 @@ from functools import cache
 
 from textual.content import Content
 
-from dltui.tui.units import SHORT, short
+from dltui.formatting import SHORT, fmt_short
 from dltui.tui.widgets.spark import BLOCKS, level_char
 
 _LEFT = (0x40, 0x04, 0x02, 0x01)  # a braille cell's left dots, bottom to top
@@ -123,11 +123,11 @@ def block_row(values: Sequence[float], top: float) -> str:
 def axis_labels(top: float, unit: str, height: int) -> list[str]:
     """The y-axis, top row first: the full scale, half of it where there is room, and zero."""
     labels = [""] * height
-    labels[0] = short(top, unit)
+    labels[0] = fmt_short(top, unit)
     if height >= 2:
         labels[-1] = "0"
     if height >= 5:
-        labels[height // 2] = short(top / 2, unit) if height % 2 else ""
+        labels[height // 2] = fmt_short(top / 2, unit) if height % 2 else ""
     return [label.rjust(AXIS) for label in labels]
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import ServerView
-from dltui.tui.charts import HOST_CHARTS, total_plot
+from dltui.formatting import fmt_memory, fmt_memory_of, fmt_short
+from dltui.tui.charts import host_charts, total_plot
 from dltui.tui.layout import CORE_LABEL, core_rows
-from dltui.tui.units import short
 from dltui.tui.widgets.graph import MUTED, chart_lines
 from dltui.tui.widgets.panel import FleetPanel
 from dltui.tui.widgets.spark import hbar, level_char
@@ -56,7 +56,7 @@ def host_words(server: ServerView, muted: bool) -> list[Content]:
 
     if "mem_used" in server.host:
         total = last("mem_total")
-        used = short(last("mem_used"), "B") + ("/" + short(total, "B") if total else "")
+        used = fmt_memory_of(last("mem_used"), total)
         found.append(Content.assemble(("mem ", "$text-muted"), (used, value)))
     if "load1" in server.host:
         found.append(
@@ -65,19 +65,19 @@ def host_words(server: ServerView, muted: bool) -> list[Content]:
     if "net_rx" in server.host:
         found.append(
             Content.assemble(
-                ("net ↓", "$text-muted"),
-                (short(last("net_rx"), "B/s"), value),
-                (" ↑", "$text-muted"),
-                (short(last("net_tx"), "B/s"), value),
+                ("net ↓ ", "$text-muted"),
+                (fmt_short(last("net_rx"), "B/s"), value),
+                (" ↑ ", "$text-muted"),
+                (fmt_short(last("net_tx"), "B/s"), value),
             )
         )
     if "disk_read" in server.host:
         found.append(
             Content.assemble(
                 ("disk r ", "$text-muted"),
-                (short(last("disk_read"), "B/s"), value),
+                (fmt_short(last("disk_read"), "B/s"), value),
                 (" w ", "$text-muted"),
-                (short(last("disk_write"), "B/s"), value),
+                (fmt_short(last("disk_write"), "B/s"), value),
             )
         )
     return found
@@ -111,7 +111,7 @@ class HostPanel(FleetPanel):
             return None
         if inventory is None:
             return "host"
-        return f"host · {inventory.cpu_count} CPUs · {inventory.memory_total / 2**30:.0f} GiB"
+        return f"host · {inventory.cpu_count} CPUs · {fmt_memory(inventory.memory_total)}"
 
     def charts_now(self) -> bool:
         return self.has_class("-panel")
@@ -127,13 +127,13 @@ class HostPanel(FleetPanel):
             head = Content.assemble(
                 ("cpu ", "$text-muted"),
                 (hbar((cpu or 0) / 100, bar_width), MUTED if muted else "$success"),
-                (f" {short(cpu, '%'):>4}", "$text-muted" if muted else "bold"),
+                (f" {fmt_short(cpu, '%'):>4}", "$text-muted" if muted else "bold"),
             )
             return [fitted([head, *host_words(server, muted)], width)]
         cores = core_rows(len(server.cpu_per_core), width)
         chart_height = max((self.content_size.height or 4) - cores - 1, 1)
         frame = self.frame(width, chart_height)
-        plot = total_plot(HOST_CHARTS[0], server, frame)
+        plot = total_plot(host_charts()[0], server, frame)
         lines = chart_lines(plot, width, chart_height, self.marks(frame), muted) if plot else []
         lines += core_bars(server.cpu_per_core, width)
         lines.append(fitted(host_words(server, muted), width))

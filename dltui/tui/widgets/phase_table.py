@@ -12,54 +12,63 @@ from textual.widgets import DataTable
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import fmt_rate, rate_text
+from dltui.formatting import GB, aligned
 from dltui.protocol.messages import KernelResult
 
-COLUMNS = ("server", "case", "s", "result", "util", "tensor", "power", "PCIe tx", "PCIe rx",
-           "NVLink tx", "NVLink rx", "per W")  # fmt: skip
+COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img/s", "util %", "tensor %",
+           "power W", "PCIe tx GB/s", "PCIe rx GB/s", "NVLink tx GB/s", "NVLink rx GB/s",
+           "per W")  # fmt: skip
+"""One unit per column (in its heading), each number's decimal point under the others'."""
+RATES = ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")
 
 
-def _percent(value: float | None) -> str:
-    return f"{value:.0f}%" if value is not None else "–"
+def _figure(value: float | None, whole: int = 4, places: int = 2) -> str:
+    """A number of the column's unit, decimal points aligned; '–' in the units' place where
+    there is none (a case too short for the field's readings, or a field no GPU gave)."""
+    if value is None:
+        return "–".rjust(whole) + " " * (places + 1)
+    return aligned(value, whole, places)
 
 
 def phase_cells(phase: Phase, server: str) -> list[Text]:
     t = phase.telemetry
     result = phase.result
+    tflops = gbps = images = None
+    state = ""
     if result is None:
-        figure = "running" if phase.end is None else "no result"
+        state = "running" if phase.end is None else "no result"
     elif result.error is not None:
-        figure = "error"
+        state = "error"
     elif isinstance(result, KernelResult):
-        figure = rate_text(result)
+        tflops, gbps = result.tflops, result.gbps
     else:
-        figure = f"{result.images_per_s or 0:,.1f} img/s"
-    seconds = f"{phase.end - phase.start:.1f}" if phase.end is not None else "…"
-    watts = phase.watts
+        images = result.images_per_s
+    seconds = _figure(phase.end - phase.start, 3, 3) if phase.end is not None else "…"
     per_watt = phase.per_watt
     unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "img/s/W"
-    rates = [fmt_rate(t[name]) if name in t else "–"
-             for name in ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")]  # fmt: skip
+    rates = [_figure(t[name] / GB if name in t else None, 3, 3) for name in RATES]
     what = phase.label
     if isinstance(result, KernelResult):
         what = kernel_row(result)[1]
     elif result is not None:  # a sweep's rows differ only in how many processes ran
-        unit = "GPU" if result.device == "cuda" else "proc"
-        what = f"{model_row(result)[1]} ×{result.gpus} {unit}{'s' * (result.gpus != 1)}"
+        device = "GPU" if result.device == "cuda" else "proc"
+        what = f"{model_row(result)[1]} ×{result.gpus} {device}{'s' * (result.gpus != 1)}"
     cells = [
         server,
         what,
         seconds,
-        figure,
-        _percent(t.get("util_gpu")),
-        _percent(t.get("tensor_active")),
-        f"{watts:.0f} W" if watts is not None else "–",
+        state or _figure(tflops, 3, 4),
+        "" if state else _figure(gbps, 4, 2),
+        "" if state else _figure(images, 5, 1),
+        _figure(t.get("util_gpu"), 3, 0),
+        _figure(t.get("tensor_active"), 3, 0),
+        _figure(phase.watts, 4, 0),
         *rates,
         f"{per_watt:.3f} {unit}" if per_watt is not None else "–",
     ]
-    return [
-        Text(cell, justify="left" if index < 2 else "right") for index, cell in enumerate(cells)
-    ]
+    # Fixed-width figures, flush with the right of their heading: their points line up.
+    return [Text(cell if index < 2 else cell.rjust(len(COLUMNS[index])))
+            for index, cell in enumerate(cells)]  # fmt: skip
 
 
 class PhaseTable(DataTable[Text]):

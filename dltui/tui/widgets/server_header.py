@@ -65,7 +65,7 @@ def link_state(server: ServerView, timebase: Timebase) -> tuple[Content, Content
     words = "✕ offline"
     if server.link_since is not None:
         ago = max(now - server.link_since, 0.0)
-        words += f" since {clock_time(server.link_since)} ({ago:.0f}s ago)"
+        words += f" since {clock_time(server.link_since)} ({ago:.0f} s ago)"
     detail = Content.styled(as_of(server), "bold $text-muted")
     if server.link_detail:
         detail += Content.styled(f" · {server.link_detail}", "$text-muted")

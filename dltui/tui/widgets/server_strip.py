@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from dltui.fleet.state import ServerView
-from dltui.tui.charts import GPU_CHARTS, TOTAL_CHARTS, Chart, present
+from dltui.tui.charts import Chart, gpu_charts, present, total_charts
 from dltui.tui.layout import HEADER_ROWS, Layout, plan
 from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.server_column import ServerColumn
@@ -159,8 +159,8 @@ class ServerStrip(HorizontalScroll):
         height = self.size.height - HEADER_ROWS - 1
         view = self.view
         jobs = any(server.latest_job is not None for server in servers)
-        shape = Shape(height, self.column_width, gpus, cores, present(GPU_CHARTS, servers),
-                      present(TOTAL_CHARTS, servers), view.mode, jobs)  # fmt: skip
+        shape = Shape(height, self.column_width, gpus, cores, present(gpu_charts(), servers),
+                      present(total_charts(), servers), view.mode, jobs)  # fmt: skip
         if shape == self._shape and not force:
             return
         self._shape = shape
