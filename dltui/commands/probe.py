@@ -9,6 +9,7 @@ import json
 import sys
 
 from dltui.client.probe import probe
+from dltui.commands import exit_status
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
 from dltui.fleet.health import EventBook, gpu_health, health_summary
 from dltui.formatting import fmt_bytes, fmt_value, wiring_lines
@@ -18,8 +19,13 @@ from dltui.protocol.messages import Sample, Welcome, to_plain
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
-    )
+        prog="dltui probe",
+        description="Print an agent's inventory and one sample, then exit.",
+        epilog=exit_status.epilog(
+            exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED,
+            exit_status.BUSY, exit_status.UNREACHABLE,
+        ),
+    )  # fmt: skip
     parser.add_argument(
         "agent", type=target_argument, metavar="AGENT", help="see 'reaching agents'"
     )

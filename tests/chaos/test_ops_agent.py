@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dltui.commands.exit_status import EVENT, REFUSED
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import Event, Sample, Subscribe
 from dltui.recording.export import export
@@ -279,10 +280,10 @@ def start_recorder(agent, path: Path, *options: str) -> subprocess.Popen[str]:
 
 @pytest.mark.parametrize(
     ("fail_on", "xids", "status"),
-    [("critical", [13, 79], 4), ("warning", [13], 4), ("critical", [13], 0)],
+    [("critical", [13, 79], EVENT), ("warning", [13], EVENT), ("critical", [13], 0)],
     ids=["critical", "warning", "not-severe-enough"],
 )
-def test_record_fail_on_exits_4_once_an_event_that_severe_arrives(
+def test_record_fail_on_exits_7_once_an_event_that_severe_arrives(
     fake_nvml, agent_factory, tmp_path, fail_on, xids, status
 ):
     control = fake_nvml({"gpus": [{}]})
@@ -305,7 +306,7 @@ def test_record_fail_on_exits_4_once_an_event_that_severe_arrives(
         if recorder.poll() is None:
             recorder.kill()
     assert recorder.returncode == status, stderr
-    if status == 4:
+    if status == EVENT:
         severity, detail = ("critical", "XID 79: GPU has fallen off the bus") if (
             fail_on == "critical") else ("warning", "XID 13: graphics engine")  # fmt: skip
         last = stderr.strip().splitlines()[-1]
@@ -325,7 +326,7 @@ async def test_mig_instances_are_listed_and_a_bench_aims_at_one(fake_nvml, agent
                       "gemm", "--device", "cuda:MIG-deadbeef-0000-0000-0000-000000000000"),
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
-    assert unknown.returncode == 2
+    assert unknown.returncode == REFUSED
     assert "no MIG instance MIG-deadbeef-0000-0000-0000-000000000000 on this server" in (
         unknown.stderr)  # fmt: skip
     assert gpu.mig_instances[0].uuid in unknown.stderr  # it says which there are

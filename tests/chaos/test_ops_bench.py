@@ -10,6 +10,7 @@ import subprocess
 
 import psutil
 
+from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
 from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
 from tests.conftest import ROOT, dltui_command, require
@@ -42,7 +43,7 @@ async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
         await until(client.stream, listed(holder.pid))
         await client.close()
         refused = bench(agent.address)  # device auto: the GPU, if torch had one
-        assert refused.returncode == 2, refused.stderr
+        assert refused.returncode == REFUSED, refused.stderr
         assert f"job refused: in use: {owner}; force the run" in refused.stderr
         report = tmp_path / "forced.json"
         forced = bench(agent.address, "--force", "--json", str(report))

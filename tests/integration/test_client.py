@@ -18,6 +18,7 @@ from dltui.client.connection import (
 )
 from dltui.client.target import Target, parse_target
 from dltui.client.transport import open_transport
+from dltui.commands.exit_status import UNREACHABLE
 from dltui.fleet.state import Fleet
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import encode_frame
@@ -148,7 +149,7 @@ def test_probe_unreachable_and_refused(agent_factory, secret_file, tmp_path):
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
     result = run_probe(f"127.0.0.1:{free}")
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.returncode == UNREACHABLE and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "cannot reach" in result.stderr
 
     agent = agent_factory("--secret-file", str(secret_file))

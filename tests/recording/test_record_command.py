@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from dltui.commands.exit_status import UNREACHABLE
 from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
@@ -115,7 +116,10 @@ def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
     began = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert time.monotonic() - began < 30
-    assert result.returncode == 2 and f"cannot reach {address}: connection refused" in result.stderr
+    assert (
+        result.returncode == UNREACHABLE
+        and f"cannot reach {address}: connection refused" in result.stderr
+    )
     _, records = records_of(path)  # what was seen is kept: the attempt and its failure
     assert [r.message.state for r in records if isinstance(r.message, Link)][-1] == "offline"
 

@@ -10,6 +10,7 @@ import pytest
 
 from dltui import cli, version
 from dltui.cli import COMMANDS, TUI, main
+from dltui.commands import exit_status
 
 
 @pytest.mark.parametrize("module", [*COMMANDS.values(), TUI])
@@ -40,7 +41,7 @@ def test_any_other_error_is_one_line_with_its_own_exit_status(capsys):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{probe.getsockname()[1]}"
-    assert main(["probe", address]) == 2
+    assert main(["probe", address]) == exit_status.UNREACHABLE
     out, err = capsys.readouterr()
     assert out == "" and err == (
         f"dltui probe: cannot reach {address}: connection refused (is the agent running?)\n"
