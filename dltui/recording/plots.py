@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from dltui.formatting import model_what
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
+from dltui.recording.recorded import Session
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from dltui.recording.report import Session
 
 KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
 

@@ -13,12 +13,9 @@ and each recording's telemetry over time with the benchmark phases shaded.
 from __future__ import annotations
 
 import html
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from dltui.fleet.phases import Phase
 from dltui.formatting import (
     fmt_duration,
     fmt_rate,
@@ -31,12 +28,10 @@ from dltui.formatting import (
     ratio_text,
 )
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
-from dltui.recording.format import Header, Record
 from dltui.recording.health_report import events_table, health_table
-from dltui.recording.phases import phases
-from dltui.recording.reader import RecordingReader
+from dltui.recording.reader import Say
+from dltui.recording.recorded import Session, load
 from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
@@ -52,39 +47,6 @@ WIRING_NOTE = ("Each cell: the link from the row's GPU to the column's as nvidia
                "host bridge; NODE: across host bridges of one NUMA node; SYS: across CPU "
                "sockets), then the GB/s a peer copy measured from row to column, where one "
                "did. Nominal rates are each way.")  # fmt: skip
-
-
-@dataclass
-class Session:
-    name: str
-    header: Header
-    records: list[Record]
-    phases: list[Phase]
-
-    def inventories(self) -> dict[str, Inventory]:
-        return {r.source: r.message.inventory for r in self.records
-                if isinstance(r.message, Welcome)}  # fmt: skip
-
-    def hostname(self, source: str) -> str:
-        inventory = self.inventories().get(source)
-        return inventory.hostname if inventory is not None else source
-
-    def kernel_phases(self) -> list[tuple[Phase, KernelResult]]:
-        return [(p, p.result) for p in self.phases if isinstance(p.result, KernelResult)]
-
-    def training_phases(self) -> list[tuple[Phase, ModelResult]]:
-        return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
-
-
-def load(paths: list[Path]) -> list[Session]:
-    sessions = []
-    for path in paths:
-        reader = RecordingReader(path)
-        records = reader.read_all()
-        if note := reader.damage_report():
-            print(f"dltui report: {note}", file=sys.stderr)
-        sessions.append(Session(path.stem, reader.header, records, phases(records)))
-    return sessions
 
 
 def _cell(value: float | None, text: str) -> str:
@@ -225,12 +187,12 @@ def _plots(sessions: list[Session], out: Path) -> list[tuple[str, str]]:
     return made
 
 
-def write_report(paths: list[Path], out: Path) -> Path:
+def write_report(paths: list[Path], out: Path, say: Say) -> Path:
     """Write index.md, index.html and the plots into `out`; return the Markdown file."""
     import matplotlib
 
     matplotlib.use("Agg")
-    sessions = load(paths)
+    sessions = load(paths, say)
     out.mkdir(parents=True, exist_ok=True)
     figures = _plots(sessions, out)
     recorded = [(session.name, session.records) for session in sessions]

@@ -266,7 +266,7 @@ def test_a_temperature_rule_fires_and_resolves_recorded_replayed_and_exported(
     replay.seek(replay.length)
     assert len(server.events.events) == 2
 
-    rows = export([path], "json", tmp_path / "out.json")
+    rows = export([path], "json", tmp_path / "out.json", print)
     assert rows["events"] == 2
     tables = json.loads((tmp_path / "out.json").read_text())
     assert [(r["kind"], r["state"], r["rule"], r["gpu"]) for r in tables["events"]] == [

@@ -68,7 +68,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         H200,
     ]  # fmt: skip
     out = tmp_path / "report"
-    markdown = write_report(paths, out).read_text()
+    markdown = write_report(paths, out, print).read_text()
     return markdown, (out / "index.html").read_text()
 
 
