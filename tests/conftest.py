@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.fakes import NVML_SHIM
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,3 +150,18 @@ def secret_file(tmp_path: Path) -> Path:
     path.write_text("a-test-secret-of-enough-length\n")
     path.chmod(0o600)
     return path
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch, tmp_path):
+    """Agents started after this import the fake NVML (tests/fakes) with the spec given; returns the
+    control file a test appends commands to."""
+    monkeypatch.setenv("PYTHONPATH", f"{NVML_SHIM}:{ROOT}")
+    control = tmp_path / "control.jsonl"
+    control.touch()
+
+    def setup(spec: dict) -> Path:
+        monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(spec | {"control": str(control)}))
+        return control
+
+    return setup

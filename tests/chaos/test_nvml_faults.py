@@ -5,9 +5,7 @@ stalling the other GPUs; a real agent keeps serving; the TUI shows each GPU's st
 from __future__ import annotations
 
 import itertools
-import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -15,11 +13,9 @@ from dltui.client.target import parse_target
 from dltui.protocol.messages import Ping, Pong, Sample, Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.sampler import FAST_DEADLINE, Sampler
-from tests.conftest import ROOT, wait_for
+from tests.conftest import wait_for
+from tests.fakes.nvml import FakeGpu, FakeNvml
 from tests.integration.test_agent_stream import collect_samples, connect
-from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
-
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
 
 
 def hang(nvml: FakeNvml, name: str, gpu: FakeGpu) -> threading.Event:
@@ -137,13 +133,6 @@ FAULTS = {
         {"hangs": ["nvmlDeviceGetClockInfo"]},
     ]
 }
-
-
-@pytest.fixture
-def fake_nvml(monkeypatch):
-    """Agents started after this import the fake NVML; the test sets its faults."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    return lambda faults: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(faults))
 
 
 @pytest.fixture

@@ -29,26 +29,10 @@ from tests.conftest import ROOT, dltui_command, wait_for
 from tests.integration.test_agent_stream import connect
 from tests.integration.test_metrics import metrics_url, one, scrape
 
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
-HOLD = ("import sys, time; from pathlib import Path; from tests.chaos.fake_nvml.ops import "
+HOLD = ("import sys, time; from pathlib import Path; from tests.fakes.nvml_ops import "
         "hold_context; hold_context(Path(sys.argv[1]), int(sys.argv[2]), 3 << 30); "
         "time.sleep(120)")  # fmt: skip
 ENOUGH = 30.0
-
-
-@pytest.fixture
-def fake_nvml(monkeypatch, tmp_path):
-    """Agents started after this import the fake NVML with the spec given; returns the
-    control file a test appends commands to."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    control = tmp_path / "control.jsonl"
-    control.touch()
-
-    def setup(spec: dict) -> Path:
-        monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(spec | {"control": str(control)}))
-        return control
-
-    return setup
 
 
 def command(control: Path, **what: object) -> None:

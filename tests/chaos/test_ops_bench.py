@@ -12,7 +12,7 @@ import psutil
 
 from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
-from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
+from tests.chaos.test_ops_agent import hold, listed, stop, until
 from tests.conftest import ROOT, dltui_command, require
 from tests.integration.test_agent_stream import connect
 
@@ -27,7 +27,7 @@ def bench(address: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
-    fake_nvml,  # noqa: F811 (the fixture)
+    fake_nvml,
     agent_factory,
     tmp_path,
 ):

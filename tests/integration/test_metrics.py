@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import json
 import re
 import socket
 import time
@@ -24,20 +23,18 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from dltui.protocol.fields import THROTTLE_REASONS
 from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
 from dltui.protocol.metric_names import GPU_METRICS, HOST_METRICS
-from tests.conftest import ROOT, AgentProcess, require, wait_for
+from tests.conftest import AgentProcess, require, wait_for
 from tests.integration.test_agent_stream import collect_samples, connect
 
-FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
 OPENMETRICS = {"Accept": "application/openmetrics-text; version=1.0.0"}
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture
-def fake_gpus(monkeypatch) -> Callable[[list[dict]], None]:
-    """Agents started after this see the fake NVML with these GPUs (tests/chaos/fake_nvml)."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    return lambda gpus: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps({"gpus": gpus}))
+def fake_gpus(fake_nvml) -> Callable[[list[dict]], None]:
+    """Agents started after this see the fake NVML with these GPUs."""
+    return lambda gpus: fake_nvml({"gpus": gpus})
 
 
 def metrics_url(agent: AgentProcess) -> str:

@@ -21,7 +21,7 @@ from dltui.protocol.messages import (
 from dltui.recording.format import Header
 from dltui.recording.report import write_report
 from dltui.recording.writer import RecordingWriter
-from tests.chaos.fake_nvml.boxes import nvlink_box, pcie_box
+from tests.fakes.boxes import nvlink_box, pcie_box
 from tests.unit.test_topology import inventory_of, p2p
 
 pytest.importorskip("matplotlib")

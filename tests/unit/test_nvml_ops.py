@@ -9,9 +9,9 @@ import threading
 from dltui.protocol.messages import MigInstance
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.xid import watch_xid
-from tests.chaos.fake_nvml.ops import OpsCalls, mig_instances
 from tests.conftest import wait_for
-from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
+from tests.fakes.nvml import FakeGpu, FakeNvml
+from tests.fakes.nvml_ops import OpsCalls, mig_instances
 
 
 class Nvml(OpsCalls, FakeNvml):

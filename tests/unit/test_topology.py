@@ -15,7 +15,7 @@ from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, Welcome, f
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
-from tests.chaos.fake_nvml.boxes import (
+from tests.fakes.boxes import (
     Box,
     TopologyNvml,
     bridged_pair,
@@ -23,7 +23,7 @@ from tests.chaos.fake_nvml.boxes import (
     pcie_box,
     write_sysfs,
 )
-from tests.unit.test_telemetry_nvml import (
+from tests.fakes.nvml import (
     FakeGpu,
     FakeNvml,
     NVMLError_GpuIsLost,
