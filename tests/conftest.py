@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
+import inspect
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -59,6 +62,31 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(0.01)  # ok: the polling interval of a wait for a condition
+
+
+async def wait_until(
+    condition: Callable[[], object], timeout: float = 15.0, what: str = "", interval: float = 0.02
+) -> object:
+    """`wait_for` inside a test's event loop: poll `condition()` (awaited when it returns an
+    awaitable) until it is truthy, letting the loop run between tries; fail after `timeout`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        await asyncio.sleep(interval)  # ok: the polling interval of a wait for a condition
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on as the test asks (the kernel's next free one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass

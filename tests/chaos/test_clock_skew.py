@@ -13,7 +13,7 @@ import pytest
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
-from tests.integration.test_client import wait_until
+from tests.conftest import wait_until
 
 LIBFAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))), None)
 pytestmark = pytest.mark.skipif(

@@ -14,12 +14,7 @@ from dltui.client.session import ClientSession, Unreachable
 from dltui.client.target import Target, parse_target
 from dltui.protocol.messages import Link, Message, Sample, Welcome
 from dltui.userfiles import load_secret
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.conftest import free_port
 
 
 def local_agents() -> list[psutil.Process]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 
@@ -13,7 +12,7 @@ from dltui.commands.exit_status import UNREACHABLE
 from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command, require, start_agent, wait_for
+from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
 
 
 def records_of(path):
@@ -108,9 +107,7 @@ def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
     """The client session's one policy: the first failed attempt is the answer."""
     plan = tmp_path / "nightly.toml"
     plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\n')
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    address = f"127.0.0.1:{free_port()}"
     path = tmp_path / "nobody.dlrec"
     command = dltui_command("record", "-o", str(path), "--plan", str(plan), address)
     began = time.monotonic()

@@ -4,13 +4,13 @@ where to read more; what it says when a word is wrong; --version."""
 from __future__ import annotations
 
 import importlib
-import socket
 
 import pytest
 
 from dltui import cli, version
 from dltui.cli import COMMANDS, TUI, main
 from dltui.commands import exit_status
+from tests.conftest import free_port
 
 
 @pytest.mark.parametrize("module", [*COMMANDS.values(), TUI])
@@ -38,9 +38,7 @@ def test_a_plan_file_error_is_a_usage_error_before_anything_starts(capsys, tmp_p
 
 
 def test_any_other_error_is_one_line_with_its_own_exit_status(capsys):
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    address = f"127.0.0.1:{free_port()}"
     assert main(["probe", address]) == exit_status.UNREACHABLE
     out, err = capsys.readouterr()
     assert out == "" and err == (
