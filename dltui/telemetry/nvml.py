@@ -40,6 +40,7 @@ from dltui.telemetry.nvml_reads import (
     VALUE_MEMBERS,
 )
 from dltui.telemetry.nvml_watch import CallWatch, Slot
+from dltui.telemetry.rates import CounterRates
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,7 @@ class _Device:
     unsupported: set[str] = field(default_factory=set)
     active_links: list[int] = field(default_factory=list)
     nvlink_scopes: list[int] = field(default_factory=lambda: [ALL_LINKS])
-    nvlink_prev: tuple[int, int, int] | None = None
-    """(timestamp µs, TX KiB, RX KiB) of the last counter read."""
-    nvlink_rate: dict[str, float] = field(default_factory=dict)
+    nvlink_rates: CounterRates = field(default_factory=CounterRates)
     gpm_samples: list[Any] = field(default_factory=list)
     """[previous, spare]: the previous sample is reused, so each slow tick takes one."""
     gpm_time: float | None = None
@@ -319,22 +318,11 @@ class NvmlGateway:
             "nvlink_tx_bytes": totals[0] * KIB,
             "nvlink_rx_bytes": totals[1] * KIB,
         }
-        previous = dev.nvlink_prev
-        dev.nvlink_prev = (stamp, totals[0], totals[1])
-        if previous is None:
-            return counters
-        seconds = (stamp - previous[0]) / 1e6
-        if seconds <= 0:  # NVML answered from the same update: the rate has not moved
-            dev.nvlink_prev = previous
-            return {**counters, **dev.nvlink_rate}
-        if totals[0] < previous[1] or totals[1] < previous[2]:
-            dev.nvlink_rate = {}  # counters reset (driver reload): start over
-            return counters
-        dev.nvlink_rate = {
-            "nvlink_tx": (totals[0] - previous[1]) * KIB / seconds,
-            "nvlink_rx": (totals[1] - previous[2]) * KIB / seconds,
-        }
-        return {**counters, **dev.nvlink_rate}
+        rates = dev.nvlink_rates.update(  # the counters' own timestamps, in µs
+            stamp / 1e6,
+            {"nvlink_tx": counters["nvlink_tx_bytes"], "nvlink_rx": counters["nvlink_rx_bytes"]},
+        )
+        return {**counters, **rates}
 
     # --- slow reads --------------------------------------------------------------------------
 
