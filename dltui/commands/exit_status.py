@@ -7,8 +7,12 @@ test" without reading a line.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dltui.errors import DltuiError, UsageError
-from dltui.protocol.messages import JobState
+
+if TYPE_CHECKING:  # the CLI loads this table for every command: the messages only when used
+    from dltui.protocol.messages import JobState
 
 OK = 0
 FAILED = 1

@@ -5,9 +5,9 @@ and repeated in between: the kernel counts CPU time in 10 ms jiffies, so a 100 m
 moves in steps of 10% per core (a second is both finer and ten times cheaper; htop's default is
 1.5 s), and it updates load averages every 5 s. On Linux every figure comes from /proc files
 opened once and read again from their start (`pread`): on a small VM opening a /proc file costs
-as much as reading it, and psutil's per-core percentages (230 µs on 16 cores), disk totals (170
-µs) and network counters (290 µs cold here) cost more than the parsing below. Elsewhere psutil
-does it all. Rates are counter differences over monotonic time, never blocking intervals.
+as much as reading it, and psutil's per-core percentages, disk totals and network counters cost
+more than the parsing below (docs/results/telemetry-h200.md). Elsewhere psutil does it all.
+Rates are counter differences over monotonic time (rates.py), never blocking intervals.
 """
 
 from __future__ import annotations
