@@ -193,3 +193,9 @@ def fake_nvml(monkeypatch, tmp_path):
         return control
 
     return setup
+
+
+@pytest.fixture
+def fake_gpus(fake_nvml) -> Callable[[list[dict]], None]:
+    """Agents started after this see the fake NVML with these GPUs."""
+    return lambda gpus: fake_nvml({"gpus": gpus})

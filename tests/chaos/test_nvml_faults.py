@@ -13,9 +13,9 @@ from dltui.client.target import parse_target
 from dltui.protocol.messages import Ping, Pong, Sample, Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.sampler import FAST_DEADLINE, Sampler
+from tests.agents import collect_samples, connect
 from tests.conftest import wait_for
 from tests.fakes.nvml import FakeGpu, FakeNvml
-from tests.integration.test_agent_stream import collect_samples, connect
 
 
 def hang(nvml: FakeNvml, name: str, gpu: FakeGpu) -> threading.Event:

@@ -6,7 +6,6 @@ instances and a bench aimed at one."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -25,49 +24,11 @@ from dltui.recording.export import export
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import ReplaySet, load_tracks
+from tests.agents import connect, listed, metrics_url, one, scrape, until
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_agent_stream import connect
-from tests.integration.test_metrics import metrics_url, one, scrape
+from tests.fakes.gpu_work import command, hold, stop
 
-HOLD = ("import sys, time; from pathlib import Path; from tests.fakes.nvml_ops import "
-        "hold_context; hold_context(Path(sys.argv[1]), int(sys.argv[2]), 3 << 30); "
-        "time.sleep(120)")  # fmt: skip
 ENOUGH = 30.0
-
-
-def command(control: Path, **what: object) -> None:
-    with open(control, "a") as file:
-        file.write(json.dumps(what) + "\n")
-
-
-def hold(folder: Path, gpu: int = 0, *prefix: str) -> subprocess.Popen[bytes]:
-    """A Python process that holds a context on fake GPU `gpu`, until killed."""
-    holder = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(folder), str(gpu)],
-                              cwd=ROOT, start_new_session=True)  # fmt: skip
-    wait_for(lambda: any(folder.iterdir()), ENOUGH, "the context held")
-    return holder
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-async def until(stream, condition, seconds: float = ENOUGH):
-    """The first frame for which `condition` holds."""
-    async with asyncio.timeout(seconds):
-        while not condition(message := await stream.receive()):
-            pass
-    return message
-
-
-def listed(pid: int):
-    def found(message) -> bool:
-        return isinstance(message, Sample) and any(
-            p.pid == pid and p.command for gpu in message.gpus for p in gpu.processes or ()
-        )
-
-    return found
 
 
 def process_of(sample: Sample, pid: int):

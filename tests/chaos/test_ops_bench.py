@@ -12,9 +12,9 @@ import psutil
 
 from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
-from tests.chaos.test_ops_agent import hold, listed, stop, until
+from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, require
-from tests.integration.test_agent_stream import connect
+from tests.fakes.gpu_work import hold, stop
 
 require("torch")
 

@@ -30,8 +30,8 @@ from dltui.protocol.messages import (
 )
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
+from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, require, wait_for, wait_until
-from tests.integration.test_agent_stream import connect
 
 require("torch")
 

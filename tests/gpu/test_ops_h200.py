@@ -26,9 +26,8 @@ from dltui.protocol.messages import Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.processes import Owners
 from dltui.telemetry.xid import watch_xid
-from tests.chaos.test_ops_agent import listed, until
+from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_agent_stream import connect
 
 pytestmark = pytest.mark.gpu
 

@@ -29,8 +29,8 @@ from dltui.protocol.messages import (
     to_wire,
 )
 from dltui.userfiles import load_secret
+from tests.agents import collect_samples, connect
 from tests.conftest import start_agent
-from tests.integration.test_agent_stream import collect_samples, connect
 
 _SCALARS: dict[Any, Any] = {int: 1, float: 1.0, str: "x", bytes: b"x" * 32, bool: True}
 
