@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dltui.errors import DltuiError, UsageError
+from dltui.errors import DltuiError
 
 if TYPE_CHECKING:  # the CLI loads this table for every command: the messages only when used
     from dltui.protocol.messages import JobState
@@ -58,9 +58,8 @@ JOB_EXIT: dict[JobState, int] = {
 
 def of_error(error: DltuiError) -> int:
     """The code for an error dltui raised on purpose: its kind's, by name."""
-    if isinstance(error, UsageError):
-        return USAGE
     return {
+        "usage": USAGE,
         "refused": REFUSED,
         "busy": BUSY,
         "unreachable": UNREACHABLE,

@@ -9,6 +9,7 @@ from dltui.client.session import Unreachable
 from dltui.client.target import Target
 from dltui.commands import exit_status
 from dltui.commands.record import AssertionsFailed, EventArrived, RecordingStopped
+from dltui.commands.tui import NoTerminal
 from dltui.errors import DltuiError, UsageError
 from dltui.plans.check import PlanError
 
@@ -28,6 +29,7 @@ def test_every_code_means_one_thing() -> None:
     [
         (UsageError("bad"), exit_status.USAGE),
         (PlanError("bad plan"), exit_status.USAGE),
+        (NoTerminal("the TUI needs a terminal"), exit_status.USAGE),
         (Unreachable(TARGET, "connection refused", refused=False), exit_status.UNREACHABLE),
         (Unreachable(TARGET, "wrong secret", refused=True), exit_status.REFUSED),
         (Unreachable(TARGET, "no room", refused=False, busy=True), exit_status.BUSY),
