@@ -18,7 +18,7 @@ from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan,
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.tui.plans import Choice, make_launch
 from tests.fakes.boxes import nvlink_box, pcie_box
-from tests.unit.test_topology import inventory_of
+from tests.fakes.messages import inventory_of
 
 
 @pytest.fixture

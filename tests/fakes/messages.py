@@ -1,0 +1,63 @@
+"""Frames a fake agent would send: an inventory (of a fake box too), results of each kind. For
+tests of whatever reads frames; test modules import them from here, never from one another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, MigInstance
+from dltui.telemetry.nvml import NvmlGateway
+from dltui.telemetry.topology import read_topology
+from tests.fakes.boxes import Box, TopologyNvml, write_sysfs
+
+INVENTORY = Inventory(
+    hostname="gpu-01",
+    os="Linux 6.8",
+    cpu_model="Xeon",
+    cpu_count=64,
+    memory_total=2**40,
+    gpus=[
+        GpuInfo(0, "NVIDIA H200", "GPU-1", 141 * 2**30, 5, 16, 5, 16, 18, True),
+        GpuInfo(
+            1,
+            "NVIDIA H200",
+            "GPU-2",
+            141 * 2**30,
+            mig=True,
+            mig_instances=[MigInstance("MIG-0d2a", 1, 0, "1g.18gb", 18 * 2**30, 16)],
+        ),
+    ],
+    driver_version="580.159",
+    cuda_version="13.0",
+    frameworks={"torch": "2.11.0"},
+)
+RESULT = KernelResult(
+    "gemm", "torch", "cuda:0", "bf16", "fwd", "5124x9124x2560 NN",
+    {"m": 5124, "n": 9124, "k": 2560}, 400, 0.0011, 0.00002, 0.00108, tflops=217.4,
+    reference_gpu="V100", reference_tflops=96.6, ratio=2.25,
+)  # fmt: skip
+
+
+def inventory_of(box: Box, tmp_path: Path, **faults: object) -> Inventory:
+    """The box's inventory as its agent would take it: the fake NVML and the box's sysfs."""
+    nvml = TopologyNvml(box)
+    for gpu in nvml.gpus:
+        gpu.faults.update(faults)
+    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway.open()
+    topology = read_topology(gateway, write_sysfs(tmp_path / box.name, box))
+    return Inventory("box", "linux", "cpu", 64, 2**40, gpus=gateway.gpus, topology=topology)
+
+
+def p2p(src: int, dst: int, gbps: float, nbytes: int = 2**30) -> KernelResult:
+    return KernelResult("bandwidth", "torch", "cuda:0", "", "p2p", f"p2p {src}→{dst}",
+                        params={"bytes": nbytes, "src": src, "dst": dst}, gbps=gbps,
+                        gpu_set=[src, dst])  # fmt: skip
+
+
+def allreduce(ranks: int, busbw: float, placement: str, gpus: list[int]) -> KernelResult:
+    nbytes = 4 * 64_500_000
+    return KernelResult("allreduce", "torch", "cuda", "fp32", "allreduce",
+                        f"64500000 floats ×{ranks}", params={"bytes": nbytes, "ranks": ranks},
+                        median_s=0.001, gbps=busbw * ranks / (2 * (ranks - 1)), busbw_gbps=busbw,
+                        gpu_set=gpus, placement=placement)  # fmt: skip
