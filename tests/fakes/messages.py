@@ -3,9 +3,21 @@ tests of whatever reads frames; test modules import them from here, never from o
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from pathlib import Path
+from typing import Any, Literal, Union
 
-from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, MigInstance
+from dltui.protocol.framing import encode_frame
+from dltui.protocol.messages import (
+    MESSAGE_TYPES,
+    GpuInfo,
+    Inventory,
+    KernelResult,
+    MigInstance,
+    from_wire,
+)
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 from tests.fakes.boxes import Box, TopologyNvml, write_sysfs
@@ -61,3 +73,29 @@ def allreduce(ranks: int, busbw: float, placement: str, gpus: list[int]) -> Kern
                         f"64500000 floats ×{ranks}", params={"bytes": nbytes, "ranks": ranks},
                         median_s=0.001, gbps=busbw * ranks / (2 * (ranks - 1)), busbw_gbps=busbw,
                         gpu_set=gpus, placement=placement)  # fmt: skip
+
+
+_SCALARS: dict[Any, Any] = {int: 1, float: 1.0, str: "x", bytes: b"x" * 32, bool: True}
+
+
+def example(hint: Any) -> Any:
+    """A valid value for a type hint, as it would be on the wire."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return example(next(a for a in typing.get_args(hint) if a is not type(None)))
+    if origin is Literal:
+        return typing.get_args(hint)[0]
+    if origin is list:
+        return [example(typing.get_args(hint)[0])]
+    if origin is dict:
+        return {"k": example(typing.get_args(hint)[1])}
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return {f.name: example(hints[f.name]) for f in dataclasses.fields(hint)}
+    return _SCALARS[hint]
+
+
+def example_frame(name: str) -> bytes:
+    wire = {"type": name, **example(MESSAGE_TYPES[name])}
+    from_wire(wire)  # the example itself is a valid message
+    return encode_frame(wire)

@@ -34,7 +34,7 @@ from dltui.protocol.messages import (
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, wait_for
-from tests.security.test_before_auth import example_frame
+from tests.fakes.messages import example_frame
 
 FUZZ = settings(
     max_examples=200,
