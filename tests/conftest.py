@@ -26,6 +26,8 @@ import pytest
 from tests.fakes import NVML_SHIM
 
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+"""The real recordings and plans the tests read."""
 
 # OpenMP threads that spin while they wait hold a core that another process needs: with the
 # suite's workers, agents and rank processes sharing two cores, a CPU training run went 10×

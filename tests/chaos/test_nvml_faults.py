@@ -180,7 +180,7 @@ async def test_an_agent_with_failing_gpus_keeps_serving(faulty_agent):
 
 async def test_the_tui_shows_each_gpus_state(faulty_agent):
     from dltui.tui import create_app
-    from tests.tui.test_app import wait_for_text
+    from tests.tui.pilot import wait_for_text
 
     app = create_app([parse_target(faulty_agent.address)])
     async with app.run_test(size=(200, 60)) as pilot:

@@ -13,9 +13,14 @@ from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import (
     MESSAGE_TYPES,
     GpuInfo,
+    GpuSample,
+    HostSample,
     Inventory,
     KernelResult,
+    Link,
     MigInstance,
+    Sample,
+    Welcome,
     from_wire,
 )
 from dltui.telemetry.nvml import NvmlGateway
@@ -99,3 +104,42 @@ def example_frame(name: str) -> bytes:
     wire = {"type": name, **example(MESSAGE_TYPES[name])}
     from_wire(wire)  # the example itself is a valid message
     return encode_frame(wire)
+
+
+GIB = 2**30
+
+
+def gpu_box_messages(now: float) -> list:
+    """A two-GPU server as its agent would describe it: GPU 1 has fallen off the bus."""
+    gpus = [
+        GpuInfo(0, "NVIDIA H200", "GPU-0", 141 * GIB, 5, 16, 5, 16, nvlink_links=18, gpm=True),
+        GpuInfo(1, "NVIDIA H200", "GPU-1", 141 * GIB, 5, 16, 5, 16, nvlink_links=18, gpm=True),
+    ]
+    inventory = Inventory("gpubox", "Linux", "Xeon", 64, 512 * GIB, gpus, "550.54", "12.4")
+    welcome = Welcome("agent-1", inventory, 10.0, now, 1.0)
+    messages: list = [welcome, Link("live", now, rtt=0.0004, offset=0.0002)]
+    for tick in range(30):
+        busy = GpuSample(
+            0,
+            "ok",
+            {
+                "util_gpu": 50.0 + tick,
+                "mem_used": 70 * GIB,
+                "mem_total": 141 * GIB,
+                "power": 600.0,
+                "power_limit": 700.0,
+                "temp": 61.0,
+                "clock_sm": 1485.0,
+                "throttle": 0x4,
+                "pcie_tx": 5e9,
+                "pcie_rx": 2e9,
+                "nvlink_tx": 100e9,
+                "nvlink_rx": 90e9,
+                "tensor_active": 93.0,
+            },
+            {"ecc_corrected": "Unknown Error"},
+        )
+        lost = GpuSample(1, "lost", {})
+        host = HostSample({"cpu": 12.0, "mem_used": 100 * GIB, "mem_total": 512 * GIB}, [10.0] * 64)
+        messages.append(Sample(tick, now + tick / 10, 1.0 + tick / 10, host, [busy, lost]))
+    return messages

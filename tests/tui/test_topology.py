@@ -27,7 +27,7 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
 from tests.fakes.boxes import Box, nvlink_box, pcie_box
 from tests.fakes.messages import allreduce, inventory_of, p2p
-from tests.tui.test_app import wait_for_text, wait_until
+from tests.tui.pilot import wait_for_text, wait_until
 
 BOXES = {"dgx": nvlink_box, "pcie": pcie_box}
 
