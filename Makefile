@@ -31,12 +31,13 @@ lint: $(VENV)/.test
 	$(PY) -m mypy
 
 # In parallel (pytest-xdist): two workers per core, as most tests spend their time waiting on
-# agents and sockets; the longest tests are handed out first (tests/conftest.py). Bytecode is
+# agents and sockets; the longest tests are handed out first (tests/conftest.py), and those that
+# import TensorFlow into the worker itself go to one worker (an xdist_group). Bytecode is
 # written even where the environment says not to: the suite starts hundreds of Python
 # processes, and each would compile dltui (and each worker rewrite every test) again.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: lint
-	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # SVG (and PNG where Debian's chromium is installed) from the real recordings in tests/fixtures.
 screenshots: $(VENV)/.test

@@ -54,7 +54,7 @@ from dltui.client.target import parse_target  # noqa: E402
 from dltui.client.transport import open_transport  # noqa: E402
 from dltui.protocol.messages import Sample, Subscribe  # noqa: E402
 
-FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
+FAKE_NVML = ROOT / "tests/fakes/nvml_shim"
 PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
                      "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")  # fmt: skip
 """What Prometheus 2 asks for when it scrapes."""

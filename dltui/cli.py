@@ -3,7 +3,8 @@
 Each command is a module of `dltui.commands`, imported only when it runs, so `dltui agent`
 never loads Textual and `dltui` never loads a deep-learning framework. Every error dltui
 means to say reaches the user here, in one place, in one line with a hint where to look: a
-usage error (and argparse's own) with exit status 2, any other with its own.
+usage error (and argparse's own) with exit status 2, any other with its own
+(commands/exit_status.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import types
 from typing import NoReturn, Protocol, cast
 
 from dltui import version
+from dltui.commands import exit_status
 from dltui.errors import DltuiError, UsageError
 
 COMMANDS = {
@@ -109,4 +111,4 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     except DltuiError as exc:
         print(f"{parser.prog}: {exc}", file=sys.stderr)
-        return exc.exit_status
+        return exit_status.of_error(exc)

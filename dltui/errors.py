@@ -19,12 +19,13 @@ from __future__ import annotations
 
 
 class DltuiError(Exception):
-    """The root: `dltui` prints the message and exits with `exit_status`."""
+    """The root: `dltui` prints the message and exits with the status of its `kind`
+    (commands/exit_status.py holds the one table)."""
 
-    exit_status: int = 1
+    kind: str = "error"
 
 
 class UsageError(DltuiError):
     """What was asked cannot be done as asked; the command line shows its usage with it."""
 
-    exit_status: int = 2  # argparse's, for every usage error alike
+    kind = "usage"

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
+import inspect
+import itertools
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,7 +23,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.fakes import NVML_SHIM
+
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+"""The real recordings and plans the tests read."""
 
 # OpenMP threads that spin while they wait hold a core that another process needs: with the
 # suite's workers, agents and rank processes sharing two cores, a CPU training run went 10×
@@ -56,6 +65,54 @@ def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
         time.sleep(0.01)  # ok: the polling interval of a wait for a condition
+
+
+async def wait_until(
+    condition: Callable[[], object], timeout: float = 15.0, what: str = "", interval: float = 0.02
+) -> object:
+    """`wait_for` inside a test's event loop: poll `condition()` (awaited when it returns an
+    awaitable) until it is truthy, letting the loop run between tries; fail after `timeout`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
+        await asyncio.sleep(interval)  # ok: the polling interval of a wait for a condition
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on as the test asks (the kernel's next free one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+_SLOTS = itertools.count()
+
+
+def rendezvous_port(count: int = 1) -> int:
+    """The first of `count` consecutive loopback ports free now, for ranks that bind them seconds
+    later (TensorFlow's workers use base+i). They come from below the kernel's ephemeral range
+    (32768 on) and from a block of this xdist worker's own: a port found by binding port 0 can be
+    the kernel's next pick for another test's agent or connection before the ranks bind it (in
+    one full suite run a TensorFlow all-reduce across two agents took 134 s and its results came
+    from the wrong server)."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    for slot in itertools.islice(_SLOTS, 125):
+        base = 20_000 + 1_000 * worker + 8 * (slot % 125)
+        with contextlib.ExitStack() as probes:
+            try:
+                for port in range(base, base + count):
+                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:  # in use, or still in TIME_WAIT from an earlier run
+                continue
+        return base
+    raise RuntimeError("no free rendezvous ports in this worker's block")
 
 
 @dataclass
@@ -147,3 +204,24 @@ def secret_file(tmp_path: Path) -> Path:
     path.write_text("a-test-secret-of-enough-length\n")
     path.chmod(0o600)
     return path
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch, tmp_path):
+    """Agents started after this import the fake NVML (tests/fakes) with the spec given; returns the
+    control file a test appends commands to."""
+    monkeypatch.setenv("PYTHONPATH", f"{NVML_SHIM}:{ROOT}")
+    control = tmp_path / "control.jsonl"
+    control.touch()
+
+    def setup(spec: dict) -> Path:
+        monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(spec | {"control": str(control)}))
+        return control
+
+    return setup
+
+
+@pytest.fixture
+def fake_gpus(fake_nvml) -> Callable[[list[dict]], None]:
+    """Agents started after this see the fake NVML with these GPUs."""
+    return lambda gpus: fake_nvml({"gpus": gpus})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import free_port, wait_for
 
 SKIP = "needs Prometheus (Debian's prometheus package: .ci/run installs it)"
 
@@ -31,12 +30,6 @@ def tool(name: str) -> str:
 def promtool(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([tool("promtool"), *args], capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def get_json(url: str) -> Any:
@@ -68,7 +61,7 @@ class PrometheusServer:
         raise AssertionError("prometheus did not start: " + self.log.read_text()[-2000:])
 
     def _start(self) -> bool:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.folder / "prometheus.log"
         with open(self.log, "wb") as log:

@@ -4,15 +4,15 @@ thread.
 
 glibc gives a thread that allocates an arena of its own, and what an arena has touched stays
 resident. The agent's threads (sampler, slow reader, watchdog, XIDs, NVML's own) allocate
-little and rarely at once, so one arena costs them nothing measurable and saves ~10 MB. NVML's
-start frees ~10 MB that glibc would otherwise keep (H200 figures in
-docs/results/telemetry-h200.md). Elsewhere than glibc both are nothing.
+little and rarely at once, so one arena costs them nothing measurable and saves memory; NVML's
+start frees memory that glibc would otherwise keep (how much: docs/results/telemetry-h200.md,
+"RSS"). Elsewhere than glibc both are nothing.
 
 The agent's threads wake each other: each tick that ends a batch wakes the event loop, and the
-fast tick wakes the slow reader. On one CPU such a wake is a switch on a CPU that is awake; across
-CPUs it interrupts a sleeping one, which in the H200's VM cost the agent 0.02-0.04% of a core
-more (the same figures). So its threads keep to one CPU, the last it may run on unless it is
-told which (`--cpu`); the benchmark workers it starts run on all the CPUs it could (CPUS_ENV).
+fast tick wakes the slow reader. On one CPU such a wake is a switch on a CPU that is awake;
+across CPUs it interrupts a sleeping one, which costs a VM more (the same page). So its threads
+keep to one CPU, the last it may run on unless it is told which (`--cpu`); the benchmark
+workers it starts run on all the CPUs it could (CPUS_ENV).
 """
 
 from __future__ import annotations

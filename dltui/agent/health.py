@@ -126,9 +126,8 @@ class HealthCheck:
     @staticmethod
     def _unchanged(gpu: _Gpu, values: dict[str, float]) -> bool:
         """Whether the link, flags and counts would be judged on what they were judged on last,
-        with no count's growth waiting for its minute: then they say nothing new. Ten times a
-        second, in a VM whose caches have gone cold since the last tick, judging them anyway
-        cost some 25 µs."""
+        with no count's growth waiting for its minute: then they say nothing new, and judging
+        them again ten times a second would be the health check's largest cost."""
         judged = (values.get("util_gpu", 0.0) >= BUSY_UTIL, *map(values.get, _READ_SLOWLY))
         if judged == gpu.judged:
             return True

@@ -17,7 +17,6 @@ import signal
 import socket
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,8 +25,8 @@ import psutil
 from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV
+from dltui.protocol.child import ChildStream, spawn
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     JobEnd,
     JobProgress,
@@ -37,8 +36,6 @@ from dltui.protocol.messages import (
     ModelPlan,
     Plan,
     Run,
-    from_wire,
-    to_wire,
 )
 
 log = logging.getLogger(__name__)
@@ -152,78 +149,59 @@ class Jobs:
 
     async def _run_worker(self, job: _Job) -> tuple[JobState, str | None]:
         """Run the worker to its end; how the job ended, and why if it failed."""
+        environment = (
+            os.environ | WORKER_ENV | {NVML_GPUS_ENV: str(self.gpus)} | _gloo_interface(job.plan)
+        )
         try:
-            process = await asyncio.create_subprocess_exec(
-                *WORKER_COMMAND,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=os.environ
-                | WORKER_ENV
-                | {NVML_GPUS_ENV: str(self.gpus)}
-                | _gloo_interface(job.plan),
-                start_new_session=True,  # a terminal's Ctrl-C reaches the agent, not the worker
-            )
+            worker = await spawn(WORKER_COMMAND, "the worker", environment)
         except OSError as exc:
             return "failed", f"cannot start the benchmark worker: {exc}"
-        job.process = process
-        assert process.stdin and process.stdout and process.stderr
-        stderr_tail: deque[str] = deque(maxlen=20)
-        tail = asyncio.create_task(_keep_tail(process.stderr, stderr_tail))
+        job.process = worker.process
         try:
             # stdin stays open: its end tells the worker the agent is gone.
-            process.stdin.write(encode_frame(to_wire(Run.of(0, job.id, job.plan))))
-            await process.stdin.drain()
+            await worker.send(Run.of(0, job.id, job.plan))
             async with asyncio.timeout(job.plan.timeout_s):
-                reported = await self._relay(job, process.stdout)
-                await process.wait()
-            await tail
+                reported = await self._relay(job, worker)
+                await worker.process.wait()
+            await worker.said_all()
         except TimeoutError:
             return "failed", f"timed out after {job.plan.timeout_s:g} s"
         except ConnectionError as exc:  # the worker died before it read its plan
-            await process.wait()
-            return "failed", _death(process.returncode, stderr_tail) + f" ({exc})"
+            await worker.process.wait()
+            return "failed", worker.death() + f" ({exc})"
         finally:
-            if process.returncode is None:
+            if worker.process.returncode is None:
                 self._kill(job)
-                await process.wait()
-            with contextlib.suppress(ProcessLookupError):  # anything the worker left behind
-                os.killpg(process.pid, signal.SIGKILL)
-            process.stdin.close()
-            tail.cancel()
+                await worker.process.wait()
+            worker.kill_group()  # anything the worker left behind
+            worker.writer.close()
+            worker.forget_stderr()
         if job.cancelled:
             return "cancelled", None
         if reported is not None:
             return reported.state, reported.error
-        if process.returncode != 0:
-            return "failed", _death(process.returncode, stderr_tail)
+        if worker.process.returncode != 0:
+            return "failed", worker.death()
         return "failed", "the worker exited without saying how the job ended"
 
-    async def _relay(self, job: _Job, stdout: asyncio.StreamReader) -> JobEnd | None:
+    async def _relay(self, job: _Job, worker: ChildStream) -> JobEnd | None:
         """Pass the worker's frames on until it closes stdout; return its own `job_end`."""
-        decoder = FrameDecoder()
         reported = None
-        while data := await stdout.read(65536):
-            decoder.push(data)
-            while True:
-                try:
-                    ready, obj = decoder.pop()
-                    message = from_wire(obj) if ready else None
-                except ProtocolError as exc:
-                    log.error("job %s: bad frame from the worker: %s", job.id, exc)
-                    self._kill(job)
-                    return None
-                if message is None:
-                    break
-                if not isinstance(message, (JobProgress, JobResult, JobEnd)) or (
-                    message.job != job.id
-                ):
-                    log.error("job %s: unexpected %s from the worker", job.id, message.TYPE)
-                elif isinstance(message, JobEnd):
-                    reported = message  # told once the process is gone and the GPU free
-                else:
-                    self._publish(self._stamped(job, message))
-        return reported
+        while True:
+            try:
+                message = await worker.receive()
+            except EOFError:
+                return reported
+            except ProtocolError as exc:
+                log.error("job %s: bad frame from the worker: %s", job.id, exc)
+                self._kill(job)
+                return None
+            if not isinstance(message, (JobProgress, JobResult, JobEnd)) or message.job != job.id:
+                log.error("job %s: unexpected %s from the worker", job.id, message.TYPE)
+            elif isinstance(message, JobEnd):
+                reported = message  # told once the process is gone and the GPU free
+            else:
+                self._publish(self._stamped(job, message))
 
     def _stamped(self, job: _Job, message: Message) -> Message:
         """A result with the work it shared the GPUs with, where there was any."""
@@ -261,21 +239,3 @@ def interface_towards(host: str) -> str | None:
         if any(entry.address.split("%")[0] == local for entry in addresses):
             return name
     return None
-
-
-async def _keep_tail(stream: asyncio.StreamReader, tail: deque[str]) -> None:
-    while line := await stream.readline():
-        tail.append(line.decode(errors="replace").rstrip())
-
-
-def _death(returncode: int | None, stderr_tail: deque[str]) -> str:
-    """Why a worker died, in words: a signal by name (SIGKILL: likely the OOM killer)."""
-    if returncode is not None and returncode < 0:
-        name = signal.Signals(-returncode).name
-        why = f"the worker was killed by {name}"
-        if name == "SIGKILL":
-            why += " (out of host memory?)"
-    else:
-        why = f"the worker exited with code {returncode}"
-    last = next((line for line in reversed(stderr_tail) if line.strip()), None)
-    return f"{why}: {last}" if last else why

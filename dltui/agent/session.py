@@ -13,8 +13,12 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from dltui.agent.demand import SamplingDemand
+from dltui.agent.events import EventLog
+from dltui.agent.jobs import Jobs
+from dltui.agent.throttle import AuthThrottle
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
@@ -27,6 +31,7 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     Hello,
+    Inventory,
     Message,
     Ping,
     Pong,
@@ -40,7 +45,6 @@ from dltui.protocol.stream import MessageStream
 
 if TYPE_CHECKING:
     from dltui.agent.admission import Waiting
-    from dltui.agent.server import Agent
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +64,26 @@ class _Busy(Exception):
     """The agent has all the clients it serves: said to one more that proved who it is."""
 
 
+class Host(Protocol):
+    """What a session needs of the agent that serves it (server.Agent): who it is, its rate,
+    its secret, its admission and sampling, its jobs and events. A protocol, so the agent
+    imports its sessions and not the other way round."""
+
+    agent_id: str
+    inventory: Inventory
+    rate_hz: float
+    secret: bytes | None
+    demand: SamplingDemand
+    throttle: AuthThrottle
+    jobs: Jobs
+    events: EventLog
+
+    def room_for_client(self) -> str | None: ...
+
+
 class Session:
     def __init__(
-        self, agent: Agent, stream: MessageStream, peer: str, waiting: Waiting | None = None
+        self, agent: Host, stream: MessageStream, peer: str, waiting: Waiting | None = None
     ) -> None:
         self.agent = agent
         self.stream = stream

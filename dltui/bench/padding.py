@@ -4,8 +4,8 @@ can use its tensor-core kernels, and the rate still counts the problem as stated
 GEMM (DeepBench's gemm_bench, half precision): with B not transposed (NN, TN) m and k are
 padded, with A not transposed and B transposed (NT) m and n, with both transposed all three;
 a dimension is padded only when one of those is not a multiple of 8. Convolution (conv_bench):
-input and output channels. On the H200, 4096×7133×4096 NT takes 1,638 µs as stated and 319
-padded (DeepBench 311).
+input and output channels. What it buys on the H200 (4096×7133×4096 NT, five times faster
+padded): docs/results/kernels-h200.md.
 """
 
 from __future__ import annotations

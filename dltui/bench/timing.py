@@ -1,6 +1,6 @@
 """How a kernel is timed: the device's figure, as DeepBench gets it, not the launch path's.
 
-A Python launch costs ~22 µs on the H200 VM, more than many DeepBench kernels take (3–10 µs),
+A Python launch costs more than many DeepBench kernels take (docs/results/kernels-h200.md),
 and a cuDNN RNN launches a kernel per time step from the host, so a pair of events around each
 launch measures the host. Instead, after a warm-up long enough for the clocks to ramp:
 

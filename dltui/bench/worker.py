@@ -25,6 +25,7 @@ from dltui.bench.cuda_guard import NoCuda, check_auto
 from dltui.plans.check import check_plan
 from dltui.plans.names import CPUS_ENV
 from dltui.plans.occupancy import mig_uuid
+from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     JobEnd,
@@ -35,25 +36,21 @@ from dltui.protocol.messages import (
     ModelPlan,
     ModelResult,
     Run,
-    from_wire,
     to_wire,
 )
-from dltui.protocol.stream import claim_stdout
+from dltui.protocol.stream import claim_stdout, read_message
 
 
 def read_run(source: BufferedReader) -> Run:
-    decoder = FrameDecoder()
-    while True:
-        data = source.read1(65536)
-        if not data:
-            raise SystemExit("dltui worker: no run frame on stdin")
-        decoder.push(data)
-        ready, obj = decoder.pop()
-        if ready:
-            message = from_wire(obj)
-            if not isinstance(message, Run):
-                raise SystemExit(f"dltui worker: expected a run frame, got {message.TYPE}")
-            return message
+    try:
+        message = read_message(source, FrameDecoder())
+    except EOFError:
+        raise SystemExit("dltui worker: no run frame on stdin") from None
+    except ProtocolError as exc:
+        raise SystemExit(f"dltui worker: no run frame on stdin: {exc}") from None
+    if not isinstance(message, Run):
+        raise SystemExit(f"dltui worker: expected a run frame, got {message.TYPE}")
+    return message
 
 
 def _exit_when_orphaned(source: BufferedReader) -> None:

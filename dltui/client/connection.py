@@ -174,6 +174,8 @@ class AgentConnection:
         self.batch_s = batch_s
         self.clock = ClockEstimator()
         self.state: LinkStateName = "connecting"
+        self.link: Link | None = None
+        """The last link frame this connection reported: how it stands now."""
         self.welcome: Welcome | None = None
         self._seq = itertools.count(1)
         self._stopping = False
@@ -190,7 +192,8 @@ class AgentConnection:
     def _link(self, state: LinkStateName, detail: str | None = None) -> None:
         self.state = state
         rtt, offset = (self.clock.rtt, self.clock.offset) if state == "live" else (None, None)
-        self.on_message(self.source, Link(state, time.time(), detail, rtt, offset))
+        self.link = Link(state, time.time(), detail, rtt, offset)
+        self.on_message(self.source, self.link)
 
     async def run(self) -> None:
         attempt = 0

@@ -63,7 +63,7 @@ class Unreachable(DltuiError):
             what = f"cannot reach {target.label}"
         super().__init__(f"{what}: {reason}")
         self.target, self.reason, self.refused = target, reason, refused
-        self.exit_status = 4 if busy else 3 if refused else 2
+        self.kind = "busy" if busy else "refused" if refused else "unreachable"
 
 
 class ClientSession:
@@ -111,6 +111,17 @@ class ClientSession:
 
     def _by_source(self, source: str) -> AgentConnection | None:
         return next((c for c in self.connections if c.source == source), None)
+
+    def sources(self) -> dict[str, str]:
+        """Each source, as frames name it, and the target it connects to (a recording's map)."""
+        return {c.source: c.target.label for c in self.connections}
+
+    def so_far(self) -> list[tuple[str, Message]]:
+        """Who the agents are and how their links stand: what a sink that starts late has
+        missed (a recording begins with them)."""
+        welcomes = [(c.source, c.welcome) for c in self.connections if c.welcome is not None]
+        links = [(c.source, c.link) for c in self.connections if c.link is not None]
+        return [*welcomes, *links]
 
     def welcomes(self) -> dict[str, Welcome]:
         """Each agent's latest welcome: who it is (a recording started late begins with them)."""

@@ -11,12 +11,12 @@ import shlex
 import socket
 import ssl
 import sys
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from dltui.client.target import SshOptions, Target, TlsOptions
 from dltui.client.tls import client_context, describe_tls_error
+from dltui.protocol.child import ChildStream, spawn
 from dltui.protocol.errors import AuthError
 from dltui.protocol.messages import Message
 from dltui.protocol.stream import MessageStream
@@ -102,21 +102,9 @@ def _remote_word(word: str) -> str:
     return shlex.quote(word)
 
 
-class _ChildStream(MessageStream):
-    """Frames over a child's pipes; at the end, why the child went away, from its exit code
-    and the last thing it said on stderr."""
-
-    def __init__(self, process: asyncio.subprocess.Process, what: str) -> None:
-        assert process.stdout is not None and process.stdin is not None
-        super().__init__(process.stdout, process.stdin)
-        self.process = process
-        self.what = what
-        self.stderr_tail: deque[str] = deque(maxlen=20)
-
-    async def keep_stderr(self) -> None:
-        assert self.process.stderr is not None
-        while line := await self.process.stderr.readline():
-            self.stderr_tail.append(line.decode(errors="replace").strip())
+class _AgentChild(ChildStream):
+    """A spawned agent (or ssh running one): at the end of its frames, why it went away, with
+    ssh's refusals and a missing remote dltui told apart from an agent that died."""
 
     async def receive(self) -> Message:
         try:
@@ -127,8 +115,7 @@ class _ChildStream(MessageStream):
     async def _ended(self) -> Exception:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.process.wait(), SSH_EXIT_WAIT)
-        code = self.process.returncode
-        said = next((line for line in reversed(self.stderr_tail) if line), "")
+        code, said = self.process.returncode, self.last_said()
         if self.what == "ssh" and code == 255:
             if any(words in said for words in _SSH_REFUSALS):
                 return TransportAuthError(f"ssh: {said}")
@@ -137,31 +124,19 @@ class _ChildStream(MessageStream):
             return ConnectionError(
                 f"dltui was not found on the remote host ({said}); pass --remote-dltui"
             )
-        detail = f": {said}" if said else ""
-        return EOFError(f"{self.what} exited with code {code}{detail}")
+        return EOFError(self.death())
 
 
 async def _spawn(command: list[str], what: str) -> Transport:
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=STREAM_LIMIT,
-        # Its own session: a terminal's Ctrl-C or hang-up reaches the client, which cancels
-        # jobs and closes stdin; the agent (or ssh) then ends in order, not mid-frame.
-        start_new_session=True,
-    )
-    stream = _ChildStream(process, what)
-    stderr = asyncio.create_task(stream.keep_stderr())
+    stream = await spawn(command, what, limit=STREAM_LIMIT, kind=_AgentChild)
 
     async def close() -> None:
         await stream.close()  # the agent (and ssh) exit when stdin closes
         try:
-            await asyncio.wait_for(process.wait(), 3.0)
+            await asyncio.wait_for(stream.process.wait(), 3.0)
         except TimeoutError:
-            process.kill()
-            await process.wait()
-        stderr.cancel()
+            stream.process.kill()
+            await stream.process.wait()
+        stream.forget_stderr()
 
     return Transport(stream, close)

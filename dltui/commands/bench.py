@@ -21,8 +21,9 @@ from dltui.client.campaign import Member, check_layout, is_across
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.client.target import Target
+from dltui.commands import exit_status
 from dltui.commands.bench_table import BenchTable
-from dltui.commands.exit_status import JOB_EXIT
+from dltui.commands.headless import run_plans_headless
 from dltui.commands.options import (
     add_connection_options,
     listen_argument,
@@ -33,12 +34,9 @@ from dltui.commands.options import (
 from dltui.outfiles import write_text
 from dltui.plans import sizing
 from dltui.plans.assertions import (
-    EXIT_FAILED,
     Assertion,
     AssertionSyntaxError,
     Baseline,
-    cases,
-    failures,
     load_baseline,
     parse_assertion,
 )
@@ -48,6 +46,10 @@ from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.messages import JobState, KernelPlan, ModelPlan, Plan
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
+EXIT_STATUSES = exit_status.epilog(
+    exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED, exit_status.BUSY,
+    exit_status.ASSERTION_FAILED, exit_status.UNREACHABLE, exit_status.INTERRUPTED,
+)  # fmt: skip
 
 
 def _names(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
@@ -90,7 +92,7 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
         "--assert", dest="assertions", action="append", type=_assertion, default=[],
         metavar="EXPR", help="a check every matching result must pass, e.g. 'ratio>=0.9', "
         "'tflops>=600 kind=gemm precision=bf16', 'images_per_second>=7000 model=resnet50', "
-        "'efficiency>=0.9' (repeat for more); a failure exits 5",
+        f"'efficiency>=0.9' (repeat for more); a failure exits {exit_status.ASSERTION_FAILED}",
     )  # fmt: skip
     parser.add_argument(
         "--baseline", metavar="FILE", help="ratios against this dltui bench --json file's "
@@ -255,7 +257,11 @@ def _models_parser(
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dltui bench", description="Run benchmarks on agents.")
+    parser = argparse.ArgumentParser(
+        prog="dltui bench",
+        description="Run benchmarks on agents.",
+        epilog=EXIT_STATUSES,
+    )
     commands = parser.add_subparsers(dest="what", required=True, metavar="kernels|models")
     _kernels_parser(commands)
     _models_parser(commands)
@@ -280,22 +286,15 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     baselines = not getattr(args, "no_baseline", False)
     given = (getattr(args, "warmup", None) is not None, getattr(args, "steps", None) is not None)
-    bench = _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines, given)
-    state, table = asyncio.run(bench)
-    failed = _check(args.assertions, table, baseline) if state == "done" else False
-    return EXIT_FAILED if failed else JOB_EXIT[state]
+    checks = (args.assertions, baseline)
+    return asyncio.run(
+        _bench(targets, plan, secret, args.json, across, args.rendezvous, baselines, given, checks)
+    )
 
 
-def _check(assertions: list[Assertion], table: BenchTable, baseline: Baseline | None) -> bool:
-    """Print each assertion's failures; True when one failed."""
-    if not assertions:
-        return False
-    lines = failures(assertions, cases(table.kernel_results, table.model_results, baseline))
-    for line in lines:
-        print(line)
-    if not lines:
-        print(f"# all {len(assertions)} assertion(s) passed")
-    return bool(lines)
+def _say(line: str, *, note: bool = False) -> None:
+    """An assertion's line, in the table's own style (a note is a comment)."""
+    print(f"# {line}" if note else line)
 
 
 def _kernel_plan(args: argparse.Namespace) -> KernelPlan:
@@ -348,30 +347,42 @@ async def _bench(
     across: bool,
     rendezvous: tuple[str, int] | None,
     baselines: bool,
-    given: tuple[bool, bool] = (True, True),
-) -> tuple[JobState, BenchTable]:
+    given: tuple[bool, bool],
+    checks: tuple[list[Assertion], Baseline | None],
+) -> int:
+    """The plan run headless, its table printed as results arrive: the exit status."""
     session = ClientSession(targets, secret, CLIENT_RATE_HZ)
-    async with session:
-        await session.welcomed()
+    loop = asyncio.get_running_loop()
+    tables: list[BenchTable] = []
+
+    def plans() -> PlanRun:
         names = session.names()
         inventories = [welcome.inventory for welcome in session.welcomes().values()]
+        sized = plan
         if isinstance(plan, ModelPlan) and all(sizing.on_cpu(plan, i) for i in inventories):
-            plan = sizing.for_cpu(plan, *given)  # a CPU's step counts, unless asked for
+            sized = sizing.for_cpu(plan, *given)  # a CPU's step counts, unless asked for
 
         def name(member: Member) -> str:
             return names[member.source]
 
-        run = PlanRun([(plan, across)], session.connections, rendezvous, baselines, name)
+        run = PlanRun([(sized, across)], session.connections, rendezvous, baselines, name)
         table = BenchTable(run, names)
+        tables.append(table)
         session.subscribe(table)
         table.start(session.welcomes())
-        loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, table.interrupt)
+        return run
+
+    async def ended(run: PlanRun, state: JobState) -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+        tables[0].end(state)
+
+    assertions, baseline = checks
+    async with session:
         try:
-            state = await session.run_plans(run)
+            status = await run_plans_headless(session, plans, _say, assertions, baseline, ended)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-        table.end(state)
-    if json_out is not None:
-        write_text(json_out, json.dumps(table.report(session), indent=2) + "\n")
-    return state, table
+    if json_out is not None and tables:
+        write_text(json_out, json.dumps(tables[0].report(session), indent=2) + "\n")
+    return status

@@ -1,8 +1,74 @@
-"""How a command that ran benchmarks exits: as its worst job ended."""
+"""How every command exits: one table, one code for one meaning.
+
+Errors say what went wrong; this table alone says which number a shell sees for it, so a
+cron job or a CI step can tell "the agent is down" from "the server failed its acceptance
+test" without reading a line.
+"""
 
 from __future__ import annotations
 
-from dltui.protocol.messages import JobState
+from typing import TYPE_CHECKING
 
-JOB_EXIT: dict[JobState, int] = {"failed": 1, "refused": 2, "cancelled": 130, "done": 0}
-"""130: as a shell reports a command stopped by Ctrl-C."""
+from dltui.errors import DltuiError
+
+if TYPE_CHECKING:  # the CLI loads this table for every command: the messages only when used
+    from dltui.protocol.messages import JobState
+
+OK = 0
+FAILED = 1
+"""A job failed, or an error with no code of its own."""
+USAGE = 2
+"""argparse's: the command line, or a file it names, asks for what cannot be done so."""
+REFUSED = 3
+"""An agent refused us (secret, certificate, ssh key) or refused the job."""
+BUSY = 4
+"""An agent had no room for us until the wait's limit."""
+ASSERTION_FAILED = 5
+"""A result did not pass an `--assert` or a plan file's [assert] check."""
+UNREACHABLE = 6
+"""An agent did not answer."""
+EVENT = 7
+"""`--fail-on`: a health event or alert that severe arrived."""
+WRITE_FAILED = 74
+"""sysexits' EX_IOERR: the file system refused a write (full, read-only, over a size limit)."""
+INTERRUPTED = 130
+"""As a shell reports a command stopped by Ctrl-C (or SIGTERM), its jobs cancelled."""
+
+TABLE = {
+    OK: "success",
+    FAILED: "a job failed, or another error",
+    USAGE: "bad command line, or a file it names is unusable",
+    REFUSED: "an agent refused the connection or the job",
+    BUSY: "an agent stayed busy",
+    ASSERTION_FAILED: "an assertion failed",
+    UNREACHABLE: "an agent did not answer",
+    EVENT: "a --fail-on event arrived",
+    WRITE_FAILED: "a write failed (disk full, read-only)",
+    INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): jobs cancelled",
+}
+
+JOB_EXIT: dict[JobState, int] = {
+    "done": OK,
+    "failed": FAILED,
+    "refused": REFUSED,
+    "cancelled": INTERRUPTED,
+}
+"""A command that ran benchmarks exits as its worst job ended."""
+
+
+def of_error(error: DltuiError) -> int:
+    """The code for an error dltui raised on purpose: its kind's, by name."""
+    return {
+        "usage": USAGE,
+        "refused": REFUSED,
+        "busy": BUSY,
+        "unreachable": UNREACHABLE,
+        "assertion": ASSERTION_FAILED,
+        "event": EVENT,
+        "write": WRITE_FAILED,
+    }.get(error.kind, FAILED)
+
+
+def epilog(*codes: int) -> str:
+    """The exit statuses a command can end with, for its --help."""
+    return "exit status: " + "; ".join(f"{code} {TABLE[code]}" for code in sorted(codes))

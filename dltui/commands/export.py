@@ -4,6 +4,7 @@ or as OpenMetrics for `promtool tsdb create-blocks-from openmetrics`."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from dltui.recording.export import FORMATS, export
@@ -26,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
-    rows = export(args.files, args.format, args.output)
+    rows = export(args.files, args.format, args.output, _say)
     if args.format == "openmetrics":
         print(f"dltui export: {rows['telemetry']} points, {rows['results']} kernel results and "
               f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
@@ -35,3 +36,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
           f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
           f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
     return 0
+
+
+def _say(note: str) -> None:
+    print(f"dltui export: {note}", file=sys.stderr)

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from dltui.client.probe import probe
+from dltui.commands import exit_status
 from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
 from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
 from dltui.formatting import fmt_count, fmt_memory, fmt_value, wiring_lines
@@ -20,8 +21,13 @@ from dltui.protocol.messages import Event, Sample, Welcome, to_plain
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dltui probe", description="Print an agent's inventory and one sample, then exit."
-    )
+        prog="dltui probe",
+        description="Print an agent's inventory and one sample, then exit.",
+        epilog=exit_status.epilog(
+            exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED,
+            exit_status.BUSY, exit_status.UNREACHABLE,
+        ),
+    )  # fmt: skip
     parser.add_argument(
         "agent", type=target_argument, metavar="AGENT", help="see 'reaching agents'"
     )

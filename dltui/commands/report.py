@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 from pathlib import Path
 
 from dltui.errors import UsageError
@@ -25,6 +26,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError("the report needs matplotlib (pip install 'dltui[report]')")
     from dltui.recording.report import write_report
 
-    index = write_report(args.files, args.output)
+    index = write_report(args.files, args.output, _say)
     print(f"dltui report: {index} and {index.with_suffix('.html')}")
     return 0
+
+
+def _say(note: str) -> None:
+    print(f"dltui report: {note}", file=sys.stderr)

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
 class NoTerminal(DltuiError):
     """The TUI was started without a terminal to draw on."""
 
-    exit_status = 2
+    kind = "usage"
 
 
 def check_terminal() -> None:

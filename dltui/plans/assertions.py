@@ -11,7 +11,7 @@ Every result it matches must pass; a matched case that failed (an error) fails i
 assertion that matches nothing fails too (an acceptance test that measured nothing did not
 pass). A result without the figure (TFLOP/s of a copy) is not matched. `dltui bench --assert`
 and a plan file's [assert] table take them; each failure is one line naming the case and its
-figure, and the command exits 5.
+figure, and the command exits 5 (commands/exit_status.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.protocol.validate import build
 from dltui.userfiles import FileProblem, name_of, read_bounded
 
-EXIT_FAILED = 5
-"""What a command exits with when an assertion failed."""
 MAX_ASSERTIONS = 256
 MAX_BASELINE_BYTES = 64 << 20
 

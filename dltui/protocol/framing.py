@@ -2,7 +2,7 @@
 
 Pure and I/O-free: `FrameDecoder.feed` takes whatever bytes arrived and returns the whole
 objects they complete. The declared length is checked against the limit before any body is
-buffered, so a 6-byte header cannot make us allocate what it asks for.
+buffered, so a 4-byte header cannot make us allocate what it asks for.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """Messages over an asyncio stream pair: the one place frames meet I/O.
 
 Both the agent and the client use it, whatever the transport (TCP, TLS, a pipe to a child
-process or to ssh) underneath.
+process or to ssh) underneath; child.py adds what a child process says on stderr. A process
+with no event loop (the benchmark worker reading its plan) reads with `read_message`, the same
+loop over a blocking pipe.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from io import BufferedReader
 from typing import BinaryIO
 
 from dltui.protocol.errors import ProtocolError
@@ -51,16 +54,9 @@ class MessageStream:
 
     async def receive(self) -> Message:
         """The next message; EOFError when the peer closed, ProtocolError on bad input."""
-        while True:
-            ready, obj = self._decoder.pop()
-            if ready:
-                return from_wire(obj)
-            data = await self.reader.read(READ_CHUNK)
-            if not data:
-                if self._decoder.pending:
-                    raise ProtocolError("connection closed in the middle of a frame")
-                raise EOFError("connection closed")
-            self._decoder.push(data)
+        while (message := _next(self._decoder)) is None:
+            _more(self._decoder, await self.reader.read(READ_CHUNK))
+        return message
 
     def write_frame(self, frame: bytes) -> None:
         self.write_frames([frame])
@@ -87,6 +83,27 @@ class MessageStream:
             await self.writer.wait_closed()
         except (ConnectionError, OSError) as exc:
             exc.__traceback__ = None
+
+
+def read_message(source: BufferedReader, decoder: FrameDecoder) -> Message:
+    """The next message from a blocking pipe, as `MessageStream.receive` reads a stream."""
+    while (message := _next(decoder)) is None:
+        _more(decoder, source.read1(READ_CHUNK))
+    return message
+
+
+def _next(decoder: FrameDecoder) -> Message | None:
+    ready, obj = decoder.pop()
+    return from_wire(obj) if ready else None
+
+
+def _more(decoder: FrameDecoder, data: bytes) -> None:
+    """Bytes read; at the end of the stream, EOFError (ProtocolError inside a frame)."""
+    if not data:
+        if decoder.pending:
+            raise ProtocolError("connection closed in the middle of a frame")
+        raise EOFError("connection closed")
+    decoder.push(data)
 
 
 def claim_stdout() -> BinaryIO:

@@ -18,7 +18,6 @@ process, and are kept until the end.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,8 @@ from typing import Any
 from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import Event, JobResult, ModelResult, Sample, Welcome, to_plain
-from dltui.recording.format import Record
 from dltui.recording.health_tables import EVENT_COLUMNS, PROCESS_COLUMNS, ProcessTable, event_row
-from dltui.recording.reader import RecordingReader
+from dltui.recording.reader import Say, timed_records
 from dltui.recording.table_writers import (
     CsvWriter,
     JsonWriter,
@@ -50,29 +48,21 @@ class TableExportError(UsageError):
     """The tables cannot be written as asked: an unknown format, or one without its library."""
 
 
-def records(path: Path) -> Iterator[tuple[Record, float]]:
-    """Every good record of one recording, with the time it began; its damage said at the end."""
-    reader = RecordingReader(path)
-    for record in reader:
-        yield record, reader.header.started
-    if note := reader.damage_report():
-        print(f"dltui export: {note}", file=sys.stderr)
-
-
-def export(paths: list[Path], fmt: str, out: Path) -> dict[str, int]:
+def export(paths: list[Path], fmt: str, out: Path, say: Say) -> dict[str, int]:
     """Write the tables of every recording; returns the rows of each table (OpenMetrics: its
-    points as `telemetry`, and the results among them)."""
+    points as `telemetry`, and the results among them). A damaged recording's note goes to
+    `say`."""
     if fmt not in FORMATS:
         raise TableExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if fmt == "openmetrics":
         from dltui.recording.openmetrics import export_openmetrics
 
-        return export_openmetrics(paths, out)
+        return export_openmetrics(paths, out, say)
     writer = _writer(fmt, out)
     small: dict[str, list[Row]] = {name: [] for name in SMALL_TABLES}
     try:
         for path in paths:
-            _tables(path, writer, small)
+            _tables(path, writer, small, say)
         writer.finish(small, FIXED_COLUMNS)
     finally:
         writer.close()
@@ -91,14 +81,14 @@ def _writer(fmt: str, out: Path) -> TelemetryWriter:
     return ParquetWriter(out)
 
 
-def _tables(path: Path, writer: TelemetryWriter, small: dict[str, list[Row]]) -> None:
+def _tables(path: Path, writer: TelemetryWriter, small: dict[str, list[Row]], say: Say) -> None:
     """One recording's telemetry to `writer`, its other tables' rows added to `small`."""
     recording = path.stem
     hostnames: dict[str, str] = {}
     runs: list[tuple[str, ModelResult]] = []
     models: list[Row] = []
     processes = ProcessTable()
-    for record, started in records(path):
+    for record, started in timed_records(path, say):
         message, server = record.message, record.source
         if isinstance(message, Sample):
             writer.sample(recording, server, hostnames.get(server, ""), message, started)

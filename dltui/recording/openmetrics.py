@@ -35,7 +35,7 @@ from dltui.protocol.metric_names import (
     progress_points,
     sample_points,
 )
-from dltui.recording.export import records
+from dltui.recording.reader import Say, timed_records
 
 BLOCK = 4096
 """Pairs a series holds before they go to the spill file."""
@@ -150,15 +150,16 @@ class OpenMetricsWriter:
         yield series.pairs
 
 
-def export_openmetrics(paths: list[Path], out: Path) -> dict[str, int]:
-    """Write every recording's points to `out`; returns the points and the results among them."""
+def export_openmetrics(paths: list[Path], out: Path, say: Say) -> dict[str, int]:
+    """Write every recording's points to `out`; returns the points and the results among them.
+    A damaged recording's note goes to `say`."""
     results = models = 0
     with tempfile.TemporaryFile(prefix="dltui-openmetrics-") as spill:
         writer = OpenMetricsWriter(spill)
         for path in paths:
             inventories: dict[str, Inventory] = {}
             labels: dict[str, dict[int, tuple[str, ...]]] = {}
-            for record, _ in records(path):
+            for record, _ in timed_records(path, say):
                 message, source = record.message, record.source
                 inventory = inventories.get(source)
                 hostname = inventory.hostname if inventory is not None else source

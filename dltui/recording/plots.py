@@ -17,11 +17,11 @@ from dltui.formatting import GB, model_what, rate_text
 from dltui.outfiles import Replacement
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
+from dltui.recording.recorded import Session
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from dltui.recording.report import Session
 
 KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -71,6 +71,20 @@ class RecordingReader:
     def damage_report(self) -> str | None:
         """After reading: one line saying what damage cost, or None for an intact file."""
         return damage_report(self.path, self.damage)
+
+
+Say = Callable[[str], object]
+"""Where a note for a person goes (a command prints it; library code never does)."""
+
+
+def timed_records(path: Path, say: Say) -> Iterator[tuple[Record, float]]:
+    """Every good record of one recording, with the time it began; its damage, if any, said
+    through `say` at the end."""
+    reader = RecordingReader(path)
+    for record in reader:
+        yield record, reader.header.started
+    if note := reader.damage_report():
+        say(note)
 
 
 def _records_v1(file: BinaryIO, offset: int, size: int, damage: list[Damage]) -> Iterator[Record]:

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from dltui.fleet.phases import Phase
 from dltui.foreign_text import shown
 from dltui.formatting import (
     GB,
@@ -36,12 +33,10 @@ from dltui.formatting import (
 )
 from dltui.outfiles import write_text
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
-from dltui.recording.format import Header, Record
 from dltui.recording.health_report import events_table, health_table
-from dltui.recording.phases import phases
-from dltui.recording.reader import RecordingReader
+from dltui.recording.reader import Say
+from dltui.recording.recorded import Session, load
 from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
@@ -58,45 +53,6 @@ WIRING_NOTE = ("Each cell: the link from the row's GPU to the column's as nvidia
                "host bridge; NODE: across host bridges of one NUMA node; SYS: across CPU "
                "sockets), then the GB/s a peer copy measured from row to column, where one "
                "did. Nominal rates are each way.")  # fmt: skip
-
-
-@dataclass
-class Session:
-    name: str
-    header: Header
-    records: list[Record]
-    phases: list[Phase]
-
-    def inventories(self) -> dict[str, Inventory]:
-        return {r.source: r.message.inventory for r in self.records
-                if isinstance(r.message, Welcome)}  # fmt: skip
-
-    def hostname(self, source: str) -> str:
-        """The source's hostname, or hostname@source where two of the recording share one."""
-        inventories = self.inventories()
-        inventory = inventories.get(source)
-        if inventory is None:
-            return source
-        hostnames = [other.hostname for other in inventories.values()]
-        name = inventory.hostname
-        return name if hostnames.count(name) == 1 else f"{name}@{source}"
-
-    def kernel_phases(self) -> list[tuple[Phase, KernelResult]]:
-        return [(p, p.result) for p in self.phases if isinstance(p.result, KernelResult)]
-
-    def training_phases(self) -> list[tuple[Phase, ModelResult]]:
-        return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
-
-
-def load(paths: list[Path]) -> list[Session]:
-    sessions = []
-    for path in paths:
-        reader = RecordingReader(path)
-        records = reader.read_all()
-        if note := reader.damage_report():
-            print(f"dltui report: {note}", file=sys.stderr)
-        sessions.append(Session(path.stem, reader.header, records, phases(records)))
-    return sessions
 
 
 def servers_table(sessions: list[Session]) -> list[list[str]]:
@@ -261,12 +217,12 @@ def _plots(sessions: list[Session], out: Path) -> list[tuple[str, str]]:
     return made
 
 
-def write_report(paths: list[Path], out: Path) -> Path:
+def write_report(paths: list[Path], out: Path, say: Say) -> Path:
     """Write index.md, index.html and the plots into `out`; return the Markdown file."""
     import matplotlib
 
     matplotlib.use("Agg")
-    sessions = load(paths)
+    sessions = load(paths, say)
     out.mkdir(parents=True, exist_ok=True)
     figures = _plots(sessions, out)
     recorded = [(session.name, session.records) for session in sessions]

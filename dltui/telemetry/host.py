@@ -5,9 +5,9 @@ and repeated in between: the kernel counts CPU time in 10 ms jiffies, so a 100 m
 moves in steps of 10% per core (a second is both finer and ten times cheaper; htop's default is
 1.5 s), and it updates load averages every 5 s. On Linux every figure comes from /proc files
 opened once and read again from their start (`pread`): on a small VM opening a /proc file costs
-as much as reading it, and psutil's per-core percentages (230 µs on 16 cores), disk totals (170
-µs) and network counters (290 µs cold here) cost more than the parsing below. Elsewhere psutil
-does it all. Rates are counter differences over monotonic time, never blocking intervals.
+as much as reading it, and psutil's per-core percentages, disk totals and network counters cost
+more than the parsing below (docs/results/telemetry-h200.md). Elsewhere psutil does it all.
+Rates are counter differences over monotonic time (rates.py), never blocking intervals.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Callable
 import psutil
 
 from dltui.protocol.messages import HostSample
+from dltui.telemetry.rates import CounterRates
 
 _SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size
 # Layers over other disks, or memory: counting them would count the same bytes twice.
@@ -63,7 +64,9 @@ class HostSampler:
         self._meminfo = ProcFile("/proc/meminfo")
         self._net = ProcFile("/proc/net/dev")
         self._diskstats = ProcFile("/proc/diskstats")
-        self._previous: tuple[float, dict[str, int]] | None = None
+        self._rates = CounterRates()
+        self._read_at: float | None = None
+        """When the counters were last read."""
         self._previous_cpu = _cpu_times(self._stat.read())
         self._whole_disks: dict[str, bool] = {}
         self._last: HostSample | None = None
@@ -74,8 +77,9 @@ class HostSampler:
         """The host now: read every `counter_interval`, the last reading repeated in between
         (samples are whole on their own)."""
         now = self._clock()
-        due = self._previous is None or now - self._previous[0] >= self.counter_interval
+        due = self._read_at is None or now - self._read_at >= self.counter_interval
         if self._last is None or due:
+            self._read_at = now
             values: dict[str, float] = {}
             per_core = self._cpu(values)
             values["load1"], values["load5"], values["load15"] = self._load()
@@ -93,15 +97,7 @@ class HostSampler:
         total, available = self._memory()
         values["mem_total"] = total
         values["mem_used"] = total - available
-        counters = self._counters()
-        previous, self._previous = self._previous, (now, counters)
-        if previous is not None and now > previous[0]:
-            seconds = now - previous[0]
-            for name, count in counters.items():
-                before = previous[1].get(name)
-                # Absent on the first read, or when a counter went backwards (device removed).
-                if before is not None and count >= before:
-                    values[name] = (count - before) / seconds
+        values.update(self._rates.update(now, self._counters()))
         return values
 
     def _cpu(self, values: dict[str, float]) -> list[float]:

@@ -10,12 +10,10 @@ from __future__ import annotations
 import os
 import platform
 import socket
-from collections.abc import Callable
-from importlib import metadata
 
 import psutil
 
-from dltui import version
+from dltui import installed_versions, normalized, version
 from dltui.protocol.messages import Inventory
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
@@ -40,32 +38,23 @@ def build_inventory(gateway: NvmlGateway) -> Inventory:
         driver_version=gateway.driver_version,
         cuda_version=gateway.cuda_version,
         nvml_error=gateway.error,
-        frameworks=installed_frameworks(),
+        frameworks=installed_frameworks(installed_versions()),
         python=platform.python_version(),
         dltui=version(),
         topology=read_topology(gateway),
     )
 
 
-def installed_frameworks(
-    version: Callable[[str], str] = metadata.version,
-) -> dict[str, str]:
-    """Framework name -> installed version, for those installed."""
+def installed_frameworks(installed: dict[str, str]) -> dict[str, str]:
+    """Framework name -> installed version, for those among the `installed` distributions
+    (normalized name -> version: `dltui.installed_versions()`)."""
     found = {}
     for framework, distributions in FRAMEWORK_DISTRIBUTIONS.items():
         for distribution in distributions:
-            installed = distribution_version(distribution, version)
-            if installed is not None:
-                found[framework] = installed
+            if (installed_version := installed.get(normalized(distribution))) is not None:
+                found[framework] = installed_version
                 break
     return found
-
-
-def distribution_version(name: str, version: Callable[[str], str] = metadata.version) -> str | None:
-    try:
-        return version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:

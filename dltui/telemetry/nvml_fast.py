@@ -3,12 +3,11 @@
 Ten times a second a tick reads up to six numbers per GPU. pynvml's function for each read
 allocates its answer, looks its C function up and checks the return code on every call, and
 its structures hand each field out through a Python `__getattribute__`; with the caches gone
-cold in the 100 ms between ticks, that Python costs a VM about as much as the reads (on the
-H200 a power read took 37 µs through pynvml, 25 called directly: docs/results/
-telemetry-h200.md, "a seventh time"). So each read here holds its C function, found once, and
-its answer, allocated once: the fast thread is its only caller. Where the NVML module is not
-pynvml (the fakes in tests), a read calls the module's function of the same name, as the
-gateway's other reads do.
+cold in the 100 ms between ticks, that Python costs a VM about as much as the reads
+(measured: docs/results/telemetry-h200.md, "Where a tick's CPU goes"). So each read here holds
+its C function, found once, and its answer, allocated once: the fast thread is its only
+caller. Where the NVML module is not pynvml (the fakes in tests), a read calls the module's
+function of the same name, as the gateway's other reads do.
 """
 
 from __future__ import annotations

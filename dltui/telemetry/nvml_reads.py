@@ -38,9 +38,8 @@ GPM_METRICS: dict[str, tuple[str, float]] = {
 }
 
 # Reads of one number, taken on the slow thread: field -> (NVML function, pynvml constants
-# passed after the handle, divisor to the unit in protocol.fields). The energy counter took 3 ms
-# (up to 18 ms) a call on H200 machines here; the others cost 30-40 µs in a VM, where every NVML
-# call is a VM exit, and change too slowly to be worth that ten times a second.
+# passed after the handle, divisor to the unit in protocol.fields). The energy counter takes
+# milliseconds a call; the others change too slowly to be worth a VM exit ten times a second.
 SIMPLE_READS: dict[str, tuple[str, tuple[str, ...], int]] = {
     "power_limit": ("nvmlDeviceGetEnforcedPowerLimit", (), 1000),  # mW
     "energy": ("nvmlDeviceGetTotalEnergyConsumption", (), 1000),  # mJ
@@ -69,16 +68,15 @@ HEALTH_GROUPS: dict[str, tuple[str, ...]] = {
     "nvlink_errors": ("nvlink_crc_errors", "nvlink_replay_errors", "nvlink_recovery_errors"),
 }  # fmt: skip
 HEALTH_INTERVAL = 5.0
-"""Seconds between health reads: a few µs to 150 µs a read."""
+"""Seconds between health reads (microseconds each)."""
 
-# How often each slow read is taken, in seconds. On a 2-GPU H200 machine (benchmarks/
-# nvml_costs.py) the energy counter cost 3.3 ms a call, the NVLink field counters 2.8 ms and a
-# GPM sample about 1 ms: at 10 Hz they alone would take 7% of a core per GPU. Cumulative
-# counters lose nothing by being read less often, and GPM averages over the interval anyway:
-# once a second, as `dcgmi dmon` samples by default (a GPM sample took 234 µs on the H200 VM,
-# and each wake of the slow thread some 200 µs more). The energy counter (3.4 ms a read there)
-# and the PCIe replay counter (0.4-1.7 ms) are read every 30 s, as often as dcgm-exporter
-# collects by default; the energy counter every 5 s while a benchmark job runs (JOB_INTERVALS).
+# How often each slow read is taken, in seconds. The energy counter, the NVLink field counters
+# and a GPM sample cost milliseconds or hundreds of µs a call (docs/results/telemetry-h200.md):
+# at 10 Hz they alone would take percents of a core per GPU. Cumulative counters lose nothing by
+# being read less often, and GPM averages over the interval anyway: once a second, as `dcgmi
+# dmon` samples by default. The energy counter and the PCIe replay counter are read every 30 s,
+# as often as dcgm-exporter collects by default; the energy counter every 5 s while a benchmark
+# job runs (JOB_INTERVALS).
 SLOW_INTERVALS = {
     "processes": 2.0,
     # what a reading averages over: a benchmark case shorter than it shows none of these
@@ -152,12 +150,11 @@ FAST_READS: dict[str, FastRead] = {
 }  # fmt: skip
 
 # Fast reads whose source refreshes more slowly than a 10 Hz tick: group -> seconds between
-# reads; the ticks in between carry the value read last. On the H200 (benchmarks/
-# nvml_refresh.py) utilization changed every 200 ms, as the driver's own utilization samples
-# are spaced; power (the 1 s average as much as the instant field), temperature and the SM
-# clock changed every 100 ms, and memory and throttle reasons as soon as they moved. Memory is
-# read twice a second all the same, as often as the TUI draws: at 64-84 µs it is the dearest
-# fast read (the others take 8-36 µs), and the framebuffer in use moves only when a process
+# reads; the ticks in between carry the value read last. Utilization changes at its source every
+# 200 ms, as the driver spaces its own samples; power, temperature and the SM clock every 100 ms,
+# memory and throttle reasons as soon as they move (benchmarks/nvml_refresh.py; the figures in
+# docs/results/telemetry-h200.md). Memory is read twice a second all the same, as often as the
+# TUI draws: it is the dearest fast read, and the framebuffer in use moves only when a process
 # allocates or frees (PyTorch's caching allocator keeps what it reserved).
 FAST_INTERVALS: dict[str, float] = {"util": 0.2, "memory": 0.5}
 

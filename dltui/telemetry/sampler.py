@@ -49,8 +49,9 @@ SLOW_DEADLINE = 2.0
 """The same for one slow read (the longest, the PCIe call, blocks about 20 ms)."""
 WATCH_INTERVAL = 1.0
 """Seconds between the watchdog's looks for a stuck read while none is in progress. Each look
-wakes a thread, 60-100 µs of CPU in the H200's VM, so it looks once a second rather than once
-a deadline; a read it finds in progress is looked at again as its deadline passes."""
+wakes a thread, which costs a VM more than the look (docs/results/telemetry-h200.md), so it
+looks once a second rather than once a deadline; a read it finds in progress is looked at
+again as its deadline passes."""
 OPEN_DEADLINE = 30.0
 """Seconds NVML may take to start and list the GPUs (seconds per GPU without persistence mode)
 before the agent goes on without them."""

@@ -2,9 +2,9 @@
 
 The sampling threads sleep between ticks and must wake at once when the rate changes or the
 sampler stops. `Event.wait(timeout)` builds a lock for each wait and waits on it through a
-condition; on the H200 VM that came to 89-98 µs of CPU a wake against 59 for a plain sleep and
-65-69 for a `poll` (docs/results/agent-wakes-h200.txt). A pipe that `poll`
-watches costs about what a sleep does: a set flag is a byte in the pipe.
+condition, which costs a VM half as much again as a plain sleep or a `poll` (measured:
+docs/results/telemetry-h200.md). A pipe that `poll` watches costs about what a sleep does: a
+set flag is a byte in the pipe.
 """
 
 from __future__ import annotations

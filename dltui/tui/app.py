@@ -31,14 +31,12 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Input
 
-from dltui import version
 from dltui.client.session import WATCH_BATCH_S, ClientSession
 from dltui.client.target import Target
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import fmt_bytes
 from dltui.plans.check import PlanError
-from dltui.protocol.messages import Link
-from dltui.recording.format import Header as RecordingHeader
+from dltui.recording.live import start_recording, stop_recording
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.command_line import PLAN_WORDS, CommandError, CommandLine, parse
 from dltui.tui.plans import Choice, make_launch
@@ -536,31 +534,21 @@ class DltuiApp(App[None]):
         """Start or stop recording every frame to dltui-DATE-TIME.dlrec here."""
         if self.recorder is not None:
             recorder, self.recorder = self.recorder, None
-            self.session.unsubscribe(recorder.write)
-            recorder.close()
+            stop_recording(self.session, recorder)
             self.sub_title = self._summary
             self.notify(f"recorded {recorder.records} frames to {recorder.path}", markup=False)
             return
-        now = time.time()
-        path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime(now)))
-        connections = self.session.connections
-        sources = {connection.source: connection.target.label for connection in connections}
+        path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime()))
         loop = asyncio.get_running_loop()
+
+        def failed(why: str) -> None:  # on the writer's thread
+            loop.call_soon_threadsafe(self._recording_failed, why)
+
         try:
-            header = RecordingHeader(version(), now, sources)
-            recorder = RecordingWriter(
-                path, header, lambda why: loop.call_soon_threadsafe(self._recording_failed, why)
-            )
+            self.recorder = start_recording(self.session, path, failed)
         except OSError as exc:
             self.notify(f"cannot record to {path}: {exc.strerror}", severity="error", markup=False)
             return
-        for source, welcome in self.session.welcomes().items():  # who they are, then how
-            recorder.write(source, welcome, now)
-        for source, server in self.fleet.servers.items():
-            link = Link(server.link, now, server.link_detail, server.rtt, server.offset)
-            recorder.write(source, link, now)
-        self.recorder = recorder
-        self.session.subscribe(recorder.write)
         self.notify(f"recording to {path}", markup=False)
 
     def _recording_failed(self, failure: str) -> None:
@@ -568,8 +556,7 @@ class DltuiApp(App[None]):
         recorder = self.recorder
         if recorder is not None and recorder.failure == failure:
             self.recorder = None
-            self.session.unsubscribe(recorder.write)
-            recorder.close()
+            stop_recording(self.session, recorder)
         self.notify(failure, title="recording stopped", severity="error", timeout=60, markup=False)
 
 

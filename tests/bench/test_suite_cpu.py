@@ -18,6 +18,9 @@ from dltui.protocol.messages import KernelPlan, KernelResult
 from tests.conftest import require
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+IN_TENSORFLOW = pytest.mark.xdist_group("tensorflow")
+"""The tests that import TensorFlow into this process run on one worker (`make test` hands
+tests out with --dist loadgroup): each worker that imports it pays ~5 s of CPU and ~500 MB."""
 FAST = {"shape_set": "tiny", "iterations": 5, "max_seconds": 0.02, "device": "cpu"}
 PASSES = {"gemm": {"fwd"}, "conv": {"fwd", "bwd_data", "bwd_weights"}, "rnn": {"fwd", "fwd+bwd"}}
 
@@ -42,7 +45,7 @@ def check_plausible(results: list[KernelResult], plan: KernelPlan) -> None:
         assert r.fill == plan.fill
 
 
-@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+@pytest.mark.parametrize("framework", ["torch", pytest.param("tensorflow", marks=IN_TENSORFLOW)])
 def test_tiny_set_on_cpu(framework):
     require(framework)
     plan = KernelPlan(framework=framework, kinds=["gemm", "conv", "rnn"], **FAST)
@@ -66,6 +69,7 @@ def test_every_precision_runs_gemm_on_torch_cpu(precision):
     check_plausible(results, plan)
 
 
+@IN_TENSORFLOW
 def test_sixteen_bit_precisions_run_on_tensorflow_cpu():
     require("tensorflow")
     tensorflow = {
@@ -99,6 +103,7 @@ def test_unsupported_precision_is_an_error_result(monkeypatch):
     assert all(r.error is None and r.tflops for r in results if r.precision == "fp32")
 
 
+@IN_TENSORFLOW
 def test_bandwidth_on_cpu_is_host_memcpy_with_torch_and_an_error_with_tensorflow():
     require("torch")
     results, _ = run(KernelPlan(kinds=["bandwidth"], **FAST))
@@ -176,6 +181,7 @@ def test_inputs_are_deepbenchs_unless_random_ones_are_asked(precision, fill, exp
     assert KernelPlan().fill == "deepbench"
 
 
+@IN_TENSORFLOW
 def test_tensorflow_device_loop_runs_every_iteration():
     """The loop is what TensorFlow times short kernels with: were the product hoisted out of
     it as loop-invariant, 32 iterations would cost what one does."""

@@ -13,7 +13,7 @@ import pytest
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
-from tests.integration.test_client import wait_until
+from tests.conftest import wait_until
 
 LIBFAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))), None)
 pytestmark = pytest.mark.skipif(
@@ -66,7 +66,7 @@ async def test_series_from_skewed_agents_line_up_on_the_client_clock(skewed_agen
 
 async def test_the_tui_shows_each_servers_clock_skew(skewed_agents):
     from dltui.tui import create_app
-    from tests.tui.test_app import wait_for_text
+    from tests.tui.pilot import wait_for_text
 
     app = create_app([parse_target(agent.address) for agent in skewed_agents.values()])
     async with app.run_test(size=(160, 50)) as pilot:

@@ -14,8 +14,7 @@ from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
 from dltui.userfiles import load_secret
-from tests.conftest import ROOT, dltui_command, require
-from tests.integration.test_client import wait_until
+from tests.conftest import ROOT, dltui_command, require, wait_until
 from tests.netns import Cluster, unavailable
 
 REASON = unavailable()

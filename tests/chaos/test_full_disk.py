@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from dltui.commands.exit_status import WRITE_FAILED
 from dltui.protocol.messages import Link
 from dltui.recording.format import Header
 from dltui.recording.reader import RecordingReader
-from dltui.recording.record import EXIT_WRITE_FAILED
 from dltui.recording.writer import RecordingWriter
 from tests.conftest import ROOT, dltui_command, wait_for
 
@@ -57,7 +57,7 @@ def record_until_it_fails(
 def check_stopped_cleanly(
     result, took: float, path: Path, why: tuple[str, ...], torn_tail: bool
 ) -> None:
-    assert result.returncode == EXIT_WRITE_FAILED, result.stderr
+    assert result.returncode == WRITE_FAILED, result.stderr
     assert "Traceback" not in result.stderr
     match = STOPPED.match(result.stderr.strip().splitlines()[-1])
     assert match, result.stderr

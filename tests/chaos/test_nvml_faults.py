@@ -5,9 +5,7 @@ stalling the other GPUs; a real agent keeps serving; the TUI shows each GPU's st
 from __future__ import annotations
 
 import itertools
-import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -15,11 +13,9 @@ from dltui.client.target import parse_target
 from dltui.protocol.messages import Ping, Pong, Sample, Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.sampler import FAST_DEADLINE, Sampler
-from tests.conftest import ROOT, wait_for
-from tests.integration.test_agent_stream import collect_samples, connect
-from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
-
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
+from tests.agents import collect_samples, connect
+from tests.conftest import wait_for
+from tests.fakes.nvml import FakeGpu, FakeNvml
 
 
 def hang(nvml: FakeNvml, name: str, gpu: FakeGpu) -> threading.Event:
@@ -140,13 +136,6 @@ FAULTS = {
 
 
 @pytest.fixture
-def fake_nvml(monkeypatch):
-    """Agents started after this import the fake NVML; the test sets its faults."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    return lambda faults: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(faults))
-
-
-@pytest.fixture
 def faulty_agent(agent_factory, fake_nvml):
     fake_nvml(FAULTS)  # the hanging call is one the inventory does not make
     return agent_factory()
@@ -191,7 +180,7 @@ async def test_an_agent_with_failing_gpus_keeps_serving(faulty_agent):
 
 async def test_the_tui_shows_each_gpus_state(faulty_agent):
     from dltui.tui import create_app
-    from tests.tui.test_app import wait_for_text
+    from tests.tui.pilot import wait_for_text
 
     app = create_app([parse_target(faulty_agent.address)])
     async with app.run_test(size=(200, 60)) as pilot:

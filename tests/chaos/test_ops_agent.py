@@ -6,7 +6,6 @@ instances and a bench aimed at one."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -18,71 +17,18 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dltui.commands.exit_status import EVENT, REFUSED
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import Event, Sample, Subscribe
 from dltui.recording.export import export
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import ReplaySet, load_tracks
+from tests.agents import connect, listed, metrics_url, one, scrape, until
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_agent_stream import connect
-from tests.integration.test_metrics import metrics_url, one, scrape
+from tests.fakes.gpu_work import command, hold, stop
 
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
-HOLD = ("import sys, time; from pathlib import Path; from tests.chaos.fake_nvml.ops import "
-        "hold_context; hold_context(Path(sys.argv[1]), int(sys.argv[2]), 3 << 30); "
-        "time.sleep(120)")  # fmt: skip
 ENOUGH = 30.0
-
-
-@pytest.fixture
-def fake_nvml(monkeypatch, tmp_path):
-    """Agents started after this import the fake NVML with the spec given; returns the
-    control file a test appends commands to."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    control = tmp_path / "control.jsonl"
-    control.touch()
-
-    def setup(spec: dict) -> Path:
-        monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(spec | {"control": str(control)}))
-        return control
-
-    return setup
-
-
-def command(control: Path, **what: object) -> None:
-    with open(control, "a") as file:
-        file.write(json.dumps(what) + "\n")
-
-
-def hold(folder: Path, gpu: int = 0, *prefix: str) -> subprocess.Popen[bytes]:
-    """A Python process that holds a context on fake GPU `gpu`, until killed."""
-    holder = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(folder), str(gpu)],
-                              cwd=ROOT, start_new_session=True)  # fmt: skip
-    wait_for(lambda: any(folder.iterdir()), ENOUGH, "the context held")
-    return holder
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-async def until(stream, condition, seconds: float = ENOUGH):
-    """The first frame for which `condition` holds."""
-    async with asyncio.timeout(seconds):
-        while not condition(message := await stream.receive()):
-            pass
-    return message
-
-
-def listed(pid: int):
-    def found(message) -> bool:
-        return isinstance(message, Sample) and any(
-            p.pid == pid and p.command for gpu in message.gpus for p in gpu.processes or ()
-        )
-
-    return found
 
 
 def process_of(sample: Sample, pid: int):
@@ -288,7 +234,7 @@ def test_a_temperature_rule_fires_and_resolves_recorded_replayed_and_exported(
     replay.seek(replay.length)
     assert len(server.events.events) == 2
 
-    rows = export([path], "json", tmp_path / "out.json")
+    rows = export([path], "json", tmp_path / "out.json", print)
     assert rows["events"] == 2
     tables = json.loads((tmp_path / "out.json").read_text())
     assert [(r["kind"], r["state"], r["rule"], r["gpu"]) for r in tables["events"]] == [
@@ -302,10 +248,10 @@ def start_recorder(agent, path: Path, *options: str) -> subprocess.Popen[str]:
 
 @pytest.mark.parametrize(
     ("fail_on", "xids", "status"),
-    [("critical", [13, 79], 4), ("warning", [13], 4), ("critical", [13], 0)],
+    [("critical", [13, 79], EVENT), ("warning", [13], EVENT), ("critical", [13], 0)],
     ids=["critical", "warning", "not-severe-enough"],
 )
-def test_record_fail_on_exits_4_once_an_event_that_severe_arrives(
+def test_record_fail_on_exits_7_once_an_event_that_severe_arrives(
     fake_nvml, agent_factory, tmp_path, fail_on, xids, status
 ):
     control = fake_nvml({"gpus": [{}]})
@@ -328,7 +274,7 @@ def test_record_fail_on_exits_4_once_an_event_that_severe_arrives(
         if recorder.poll() is None:
             recorder.kill()
     assert recorder.returncode == status, stderr
-    if status == 4:
+    if status == EVENT:
         severity, detail = ("critical", "XID 79: GPU has fallen off the bus") if (
             fail_on == "critical") else ("warning", "XID 13: graphics engine")  # fmt: skip
         last = stderr.strip().splitlines()[-1]
@@ -348,7 +294,7 @@ async def test_mig_instances_are_listed_and_a_bench_aims_at_one(fake_nvml, agent
                       "gemm", "--device", "cuda:MIG-deadbeef-0000-0000-0000-000000000000"),
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
-    assert unknown.returncode == 2
+    assert unknown.returncode == REFUSED
     assert "no MIG instance MIG-deadbeef-0000-0000-0000-000000000000 on this server" in (
         unknown.stderr)  # fmt: skip
     assert gpu.mig_instances[0].uuid in unknown.stderr  # it says which there are

@@ -11,10 +11,11 @@ import subprocess
 import psutil
 import pytest
 
+from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
-from tests.chaos.test_ops_agent import fake_nvml, hold, listed, stop, until  # noqa: F401
+from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, require
-from tests.integration.test_agent_stream import connect
+from tests.fakes.gpu_work import hold, stop
 
 require("torch")
 
@@ -27,7 +28,7 @@ def bench(address: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
-    fake_nvml,  # noqa: F811 (the fixture)
+    fake_nvml,
     agent_factory,
     tmp_path,
 ):
@@ -43,8 +44,8 @@ async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
         await client.stream.send(Subscribe(1, 10.0))
         await until(client.stream, listed(holder.pid))
         await client.close()
-        refused = bench(agent.address)  # device auto: the GPU
-        assert refused.returncode == 2, refused.stderr
+        refused = bench(agent.address)  # device auto: the GPU, if torch had one
+        assert refused.returncode == REFUSED, refused.stderr
         assert f"job refused: in use: {owner}; force the run" in refused.stderr
         report = tmp_path / "forced.json"
         forced = bench(agent.address, "--force", "--json", str(report))
@@ -71,7 +72,7 @@ def torch_has_cuda() -> bool:
 
 
 def test_auto_on_gpus_the_framework_cannot_use_refuses_in_one_line(
-    fake_nvml,  # noqa: F811 (the fixture)
+    fake_nvml,
     agent_factory,
     tmp_path,
 ):

@@ -30,9 +30,8 @@ from dltui.protocol.messages import (
 )
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command, require, wait_for
-from tests.integration.test_agent_stream import connect
-from tests.integration.test_client import wait_until
+from tests.agents import connect
+from tests.conftest import ROOT, dltui_command, require, wait_for, wait_until
 
 require("torch")
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, dltui_command
 
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
-
 
 @pytest.fixture
-def nvlink_agent(agent_factory, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps({"topology": "nvlink8"}))
+def nvlink_agent(agent_factory, fake_nvml):  # type: ignore[no-untyped-def]
+    fake_nvml({"topology": "nvlink8"})
     return agent_factory()
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from dltui.telemetry.nvml import NvmlGateway
+from tests.agents import metrics_url, one, pick, scrape
 from tests.conftest import wait_for
-from tests.integration.test_metrics import metrics_url, one, pick, scrape
 
 pytestmark = pytest.mark.gpu
 

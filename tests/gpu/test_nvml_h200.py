@@ -6,7 +6,6 @@ Skipped where NVML cannot start or sees no GPU. The load tests need PyTorch with
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable
 
@@ -15,50 +14,11 @@ import pytest
 from dltui.protocol.messages import Sample
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import SLOW_INTERVALS
-from dltui.telemetry.sampler import Sampler
+from tests.gpu.recorder import Recorder, torch_cuda
 
 pytestmark = pytest.mark.gpu
 
-TIMEOUT = 30.0
 CHEAP_FIELDS = ("util_gpu", "power", "mem_used", "temp", "clock_sm")
-
-
-class Recorder:
-    """Runs a 10 Hz sampler and keeps every sample; waits on conditions, not on clocks."""
-
-    def __init__(self, rate_hz: float = 10.0) -> None:
-        self.samples: list[Sample] = []
-        self._changed = threading.Condition()
-        self.sampler = Sampler(rate_hz, self._keep)
-
-    def _keep(self, sample: Sample) -> None:
-        with self._changed:
-            self.samples.append(sample)
-            self._changed.notify_all()
-
-    def wait_for(self, condition: Callable[[list[Sample]], bool]) -> None:
-        with self._changed:
-            met = self._changed.wait_for(lambda: self.samples and condition(self.samples), TIMEOUT)
-            assert met, f"not met after {TIMEOUT} s and {len(self.samples)} samples"
-
-    def between(self, start: float, end: float, index: int, name: str) -> list[float]:
-        with self._changed:
-            samples = [s for s in self.samples if start <= s.mono <= end]
-        return [s.gpus[index].values[name] for s in samples if name in s.gpus[index].values]
-
-    def __enter__(self) -> Recorder:
-        self.sampler.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sampler.stop()
-
-
-def _torch_cuda():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch sees no CUDA device")
-    return torch
 
 
 def _nvml_index_of_cuda0(torch, gateway: NvmlGateway) -> int:
@@ -144,7 +104,7 @@ def test_slow_fields_arrive() -> None:
 
 
 def test_gemm_load_shows_in_utilization_tensor_activity_and_power(gateway: NvmlGateway) -> None:
-    torch = _torch_cuda()
+    torch = torch_cuda()
     index = _nvml_index_of_cuda0(torch, gateway)
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -177,7 +137,7 @@ def test_gemm_load_shows_in_utilization_tensor_activity_and_power(gateway: NvmlG
 
 def test_pcie_rates_match_pinned_copies(gateway: NvmlGateway) -> None:
     """Host→device traffic is RX from the GPU's side, device→host is TX."""
-    torch = _torch_cuda()
+    torch = torch_cuda()
     index = _nvml_index_of_cuda0(torch, gateway)
     size = 1 << 30
     host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
@@ -208,7 +168,7 @@ def test_pcie_rates_match_pinned_copies(gateway: NvmlGateway) -> None:
 
 def test_nvlink_rates_match_peer_copies(gateway: NvmlGateway) -> None:
     """GPU 0 → GPU 1 copies over NVLink show as TX on the sender and RX on the receiver."""
-    torch = _torch_cuda()
+    torch = torch_cuda()
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
     if not torch.cuda.can_device_access_peer(0, 1):

@@ -21,13 +21,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.processes import Owners
 from dltui.telemetry.xid import watch_xid
-from tests.chaos.test_ops_agent import listed, until
+from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_agent_stream import connect
 
 pytestmark = pytest.mark.gpu
 
@@ -126,7 +126,7 @@ async def test_a_bench_while_a_second_process_holds_the_gpu_is_flagged(
     refused = subprocess.run(dltui_command("bench", "kernels", "--agent", agent.address, *tiny),
                              capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     print(f"\n{refused.stderr}")
-    assert refused.returncode == 2
+    assert refused.returncode == REFUSED
     assert f"in use: user {psutil.Process().username()}" in refused.stderr and "GPU 0" in (
         refused.stderr)  # fmt: skip
     report = tmp_path / "forced.json"

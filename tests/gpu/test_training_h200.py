@@ -7,13 +7,13 @@ import pytest
 
 from dltui.bench.training import run_models
 from dltui.protocol.messages import ModelPlan, ModelResult
-from tests.gpu.test_nvml_h200 import Recorder, _torch_cuda
+from tests.gpu.recorder import Recorder, torch_cuda
 
 pytestmark = pytest.mark.gpu
 
 
 def test_an_eager_resnet50_run_on_the_gpu_is_seen_by_the_sampler(gateway):
-    _torch_cuda()
+    torch_cuda()
     plan = ModelPlan(models=["resnet50"], batch=128, compile=False, warmup=5, steps=40)
     results: list[ModelResult] = []
     with Recorder() as recorder:

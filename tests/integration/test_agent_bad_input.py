@@ -11,8 +11,8 @@ import pytest
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe, to_wire
+from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, start_agent
-from tests.integration.test_agent_stream import connect
 
 
 async def raw_exchange(port: int, payloads: list[bytes]) -> list[dict]:

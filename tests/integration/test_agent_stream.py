@@ -11,31 +11,9 @@ import time
 
 import pytest
 
-from dltui.client.connection import handshake
-from dltui.client.target import parse_target
-from dltui.client.transport import open_transport
 from dltui.protocol.errors import AuthError
 from dltui.protocol.messages import Bye, Ping, Pong, Sample, Subscribe
-
-
-async def connect(address: str, secret: bytes | None = None):
-    transport = await open_transport(parse_target(address))
-    welcome = await handshake(transport.stream, secret, "test")
-    return transport, welcome
-
-
-async def collect_samples(stream, seconds: float) -> list[Sample]:
-    samples: list[Sample] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while (left := deadline - loop.time()) > 0:
-        try:
-            message = await asyncio.wait_for(stream.receive(), left)
-        except TimeoutError:
-            break
-        if isinstance(message, Sample):
-            samples.append(message)
-    return samples
+from tests.agents import collect_samples, connect
 
 
 async def samples_spanning(stream, seconds: float) -> list[Sample]:

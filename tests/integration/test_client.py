@@ -19,21 +19,14 @@ from dltui.client.connection import (
 )
 from dltui.client.target import Target, parse_target
 from dltui.client.transport import open_transport
+from dltui.commands.exit_status import UNREACHABLE
 from dltui.fleet.state import Fleet
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.fields import HOST_FIELDS
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample, to_wire
 from dltui.telemetry.sampler import OPEN_DEADLINE
-from tests.conftest import ROOT, dltui_command
-
-
-async def wait_until(condition, timeout: float = 15.0, what: str = "") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
+from tests.conftest import ROOT, dltui_command, free_port, wait_until
 
 
 async def test_local_agent_over_stdio_feeds_the_fleet():
@@ -153,11 +146,9 @@ def test_probe_prints_inventory_and_a_sample(agent_factory):
 
 
 def test_probe_unreachable_and_refused(agent_factory, secret_file, tmp_path):
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]
+    free = free_port()
     result = run_probe(f"127.0.0.1:{free}")
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.returncode == UNREACHABLE and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "cannot reach" in result.stderr
 
     agent = agent_factory("--secret-file", str(secret_file))

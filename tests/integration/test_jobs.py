@@ -5,7 +5,6 @@ The worker runs PyTorch on the CPU with tiny shapes, so these tests need torch i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -25,20 +24,11 @@ from dltui.protocol.messages import (
     Sample,
     Subscribe,
 )
+from tests.agents import TINY, connect, until
 from tests.conftest import ROOT, dltui_command, require, start_agent
-from tests.integration.test_agent_stream import connect
 
 require("torch")
 
-TINY = KernelPlan(
-    framework="torch",
-    shape_set="tiny",
-    kinds=["gemm"],
-    precisions=["fp32"],
-    device="cpu",
-    iterations=3,
-    max_seconds=0.2,
-)
 # Enough work that a job is still running when the test acts on it.
 LONG = KernelPlan(
     framework="torch",
@@ -49,20 +39,6 @@ LONG = KernelPlan(
     iterations=50,
     max_seconds=1.0,
 )
-
-
-async def until(stream, predicate, timeout: float = 60.0, collect: list | None = None):
-    """Receive until a message satisfies `predicate`; keep every message in `collect`."""
-
-    async def loop():
-        while True:
-            message = await stream.receive()
-            if collect is not None:
-                collect.append(message)
-            if predicate(message):
-                return message
-
-    return await asyncio.wait_for(loop(), timeout)
 
 
 @pytest.fixture(scope="module")

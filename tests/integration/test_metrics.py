@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import json
 import re
 import socket
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from http import HTTPStatus
 from pathlib import Path
 
@@ -24,51 +22,19 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from dltui.protocol.fields import THROTTLE_REASONS
 from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
 from dltui.protocol.metric_names import gpu_metric, host_metric
-from tests.conftest import ROOT, AgentProcess, require, wait_for
-from tests.integration.test_agent_stream import collect_samples, connect
-
-FAKE_NVML = ROOT / "tests/chaos/fake_nvml"
-OPENMETRICS = {"Accept": "application/openmetrics-text; version=1.0.0"}
-
-Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-@pytest.fixture
-def fake_gpus(monkeypatch) -> Callable[[list[dict]], None]:
-    """Agents started after this see the fake NVML with these GPUs (tests/chaos/fake_nvml)."""
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-    return lambda gpus: monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps({"gpus": gpus}))
-
-
-def metrics_url(agent: AgentProcess) -> str:
-    for line in agent.log:
-        if match := re.search(r"metrics on (https?://\S+/metrics)", line):
-            return match.group(1)
-    raise AssertionError("the agent did not say where its metrics are: " + "\n".join(agent.log))
-
-
-def scrape(url: str, timeout: float = 10.0) -> tuple[Series, str]:
-    """Every sample of one scrape, by (name, sorted labels); and the text itself."""
-    request = urllib.request.Request(url, headers=OPENMETRICS)
-    with urllib.request.urlopen(request, timeout=timeout) as answer:
-        assert answer.headers["Content-Type"].startswith("application/openmetrics-text")
-        text = answer.read().decode()
-    series: Series = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            series[sample.name, tuple(sorted(sample.labels.items()))] = sample.value
-    return series, text
-
-
-def pick(series: Series, metric: str, /, **labels: str) -> dict[tuple[tuple[str, str], ...], float]:
-    """The samples of `metric` with these labels (and any others)."""
-    return {key: value for (found, key), value in series.items()
-            if found == metric and labels.items() <= dict(key).items()}  # fmt: skip
-
-
-def one(series: Series, metric: str, /, **labels: str) -> float:
-    (value,) = pick(series, metric, **labels).values()
-    return value
+from tests.agents import (
+    OPENMETRICS,
+    TINY,
+    Series,
+    collect_samples,
+    connect,
+    metrics_url,
+    one,
+    pick,
+    scrape,
+    until,
+)
+from tests.conftest import require, wait_for
 
 
 async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_gpus):
@@ -148,7 +114,6 @@ def test_a_scrape_during_an_nvml_hang_answers_at_once_with_the_gpu_down(agent_fa
 
 async def test_benchmark_results_and_progress_are_metrics(agent_factory):
     require("torch")
-    from tests.integration.test_jobs import TINY, until
 
     agent = agent_factory("--metrics", "127.0.0.1:0")
     url = metrics_url(agent)

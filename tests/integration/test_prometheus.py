@@ -10,16 +10,14 @@ import psutil
 import pytest
 
 from dltui.protocol.messages import JobEnd, JobResult, Run
+from tests.agents import TINY, connect, metrics_url, until
 from tests.conftest import ROOT, require, wait_for
-from tests.integration.test_agent_stream import connect
-from tests.integration.test_metrics import fake_gpus, metrics_url  # noqa: F401
 from tests.prometheus import PrometheusServer, tool, values
 
 
-async def test_prometheus_scrapes_an_agent(agent_factory, fake_gpus, tmp_path):  # noqa: F811
+async def test_prometheus_scrapes_an_agent(agent_factory, fake_gpus, tmp_path):
     tool("prometheus")
     require("torch")
-    from tests.integration.test_jobs import TINY, until
 
     fake_gpus([{"gpm": True}, {"faults": {"nvmlDeviceGetUtilizationRates": "GpuIsLost"}}])
     agent = agent_factory("--metrics", "127.0.0.1:0")

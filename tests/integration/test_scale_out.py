@@ -3,10 +3,7 @@ Gloo between the agents' CPU processes. If one agent's part dies, the run stops 
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
-import os
 import socket
 import subprocess
 import threading
@@ -14,33 +11,10 @@ import threading
 import psutil
 import pytest
 
-from tests.conftest import ROOT, SLOW, dltui_command, require, wait_for
+from tests.conftest import ROOT, SLOW, dltui_command, rendezvous_port, require, wait_for
 
 require("torch")
 pytestmark = SLOW
-
-
-_SLOTS = itertools.count()
-
-
-def rendezvous_port(count: int = 1) -> int:
-    """The first of `count` consecutive loopback ports free now, for ranks that bind them seconds
-    later (TensorFlow's workers use base+i). They come from below the kernel's ephemeral range
-    (32768 on) and from a block of this xdist worker's own: a port found by binding port 0 can be
-    the kernel's next pick for another test's agent or connection before the ranks bind it (in
-    one full suite run a TensorFlow all-reduce across two agents took 134 s and its results came
-    from the wrong server)."""
-    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-    for slot in itertools.islice(_SLOTS, 125):
-        base = 20_000 + 1_000 * worker + 8 * (slot % 125)
-        with contextlib.ExitStack() as probes:
-            try:
-                for port in range(base, base + count):
-                    probes.enter_context(socket.socket()).bind(("127.0.0.1", port))
-            except OSError:  # in use, or still in TIME_WAIT from an earlier run
-                continue
-        return base
-    raise RuntimeError("no free rendezvous ports in this worker's block")
 
 
 def bench_across(agents, *args: str) -> list[str]:

@@ -14,12 +14,7 @@ from dltui.client.session import ClientSession, Unreachable
 from dltui.client.target import Target, parse_target
 from dltui.protocol.messages import Link, Message, Sample, Welcome
 from dltui.userfiles import load_secret
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.conftest import free_port
 
 
 def local_agents() -> list[psutil.Process]:
@@ -58,7 +53,7 @@ async def test_an_unreachable_agent_ends_the_wait_at_once():
         with pytest.raises(Unreachable) as raised:
             await session.welcomed()
     assert raised.value.target == target and not raised.value.refused
-    assert raised.value.exit_status == 2 and "connection refused" in str(raised.value)
+    assert raised.value.kind == "unreachable" and "connection refused" in str(raised.value)
     assert time.monotonic() - began < 10  # told now, not after the local agent's welcome too
 
 
@@ -76,7 +71,7 @@ async def test_a_wrong_secret_is_a_refusal_said_at_once_and_closed_at_once(
             await session.welcomed()
     # The connection sleeps 10 s before it tries again: closing does not wait for that.
     assert time.monotonic() - began < 5
-    assert raised.value.refused and raised.value.exit_status == 3
+    assert raised.value.refused and raised.value.kind == "refused"
     assert f"{agent.address} refused the connection" in str(raised.value)
 
 

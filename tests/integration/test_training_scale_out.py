@@ -12,8 +12,7 @@ import subprocess
 import psutil
 import pytest
 
-from tests.conftest import ROOT, SLOW, dltui_command, require, wait_for
-from tests.integration.test_scale_out import rendezvous_port
+from tests.conftest import ROOT, SLOW, dltui_command, rendezvous_port, require, wait_for
 
 pytestmark = SLOW
 

@@ -69,7 +69,7 @@ def test_the_reports_health_section(tmp_path) -> None:
 
 
 def test_the_exports_events_and_processes_tables(tmp_path) -> None:
-    rows = export([recording(tmp_path)], "csv", tmp_path / "out")
+    rows = export([recording(tmp_path)], "csv", tmp_path / "out", print)
     assert (rows["events"], rows["processes"]) == (2, 1)
     with open(tmp_path / "out" / "events.csv") as file:
         events = list(csv.DictReader(file))

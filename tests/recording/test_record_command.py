@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
+from dltui.commands.exit_status import UNREACHABLE
 from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command, require, start_agent, wait_for
+from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
 
 
 def records_of(path):
@@ -107,15 +107,16 @@ def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
     """The client session's one policy: the first failed attempt is the answer."""
     plan = tmp_path / "nightly.toml"
     plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\n')
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    address = f"127.0.0.1:{free_port()}"
     path = tmp_path / "nobody.dlrec"
     command = dltui_command("record", "-o", str(path), "--plan", str(plan), address)
     began = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert time.monotonic() - began < 30
-    assert result.returncode == 2 and f"cannot reach {address}: connection refused" in result.stderr
+    assert (
+        result.returncode == UNREACHABLE
+        and f"cannot reach {address}: connection refused" in result.stderr
+    )
     _, records = records_of(path)  # what was seen is kept: the attempt and its failure
     assert [r.message.state for r in records if isinstance(r.message, Link)][-1] == "offline"
 

@@ -21,19 +21,11 @@ from dltui.protocol.messages import (
 from dltui.recording.format import Header
 from dltui.recording.report import write_report
 from dltui.recording.writer import RecordingWriter
-from tests.chaos.fake_nvml.boxes import nvlink_box, pcie_box
-from tests.unit.test_topology import inventory_of, p2p
+from tests.fakes.boxes import nvlink_box, pcie_box
+from tests.fakes.messages import allreduce, inventory_of, p2p
 
 pytest.importorskip("matplotlib")
 H200 = Path(__file__).resolve().parents[1] / "fixtures/h200x2-kernels.dlrec"
-
-
-def allreduce(ranks: int, busbw: float, placement: str, gpus: list[int]) -> KernelResult:
-    nbytes = 4 * 64_500_000
-    return KernelResult("allreduce", "torch", "cuda", "fp32", "allreduce",
-                        f"64500000 floats ×{ranks}", params={"bytes": nbytes, "ranks": ranks},
-                        median_s=0.001, gbps=busbw * ranks / (2 * (ranks - 1)), busbw_gbps=busbw,
-                        gpu_set=gpus, placement=placement)  # fmt: skip
 
 
 def record(path: Path, inventory: Inventory, results: list[KernelResult | ModelResult]) -> Path:
@@ -68,7 +60,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         H200,
     ]  # fmt: skip
     out = tmp_path / "report"
-    markdown = write_report(paths, out).read_text()
+    markdown = write_report(paths, out, print).read_text()
     return markdown, (out / "index.html").read_text()
 
 

@@ -5,10 +5,6 @@ replayed or out of order, and a guesser, who is slowed down."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import types
-import typing
-from typing import Any, Literal, Union
 
 import pytest
 
@@ -25,37 +21,12 @@ from dltui.protocol.messages import (
     Pong,
     Run,
     Subscribe,
-    from_wire,
     to_wire,
 )
 from dltui.userfiles import load_secret
+from tests.agents import collect_samples, connect
 from tests.conftest import start_agent
-from tests.integration.test_agent_stream import collect_samples, connect
-
-_SCALARS: dict[Any, Any] = {int: 1, float: 1.0, str: "x", bytes: b"x" * 32, bool: True}
-
-
-def example(hint: Any) -> Any:
-    """A valid value for a type hint, as it would be on the wire."""
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return example(next(a for a in typing.get_args(hint) if a is not type(None)))
-    if origin is Literal:
-        return typing.get_args(hint)[0]
-    if origin is list:
-        return [example(typing.get_args(hint)[0])]
-    if origin is dict:
-        return {"k": example(typing.get_args(hint)[1])}
-    if dataclasses.is_dataclass(hint):
-        hints = typing.get_type_hints(hint)
-        return {f.name: example(hints[f.name]) for f in dataclasses.fields(hint)}
-    return _SCALARS[hint]
-
-
-def example_frame(name: str) -> bytes:
-    wire = {"type": name, **example(MESSAGE_TYPES[name])}
-    from_wire(wire)  # the example itself is a valid message
-    return encode_frame(wire)
+from tests.fakes.messages import example_frame
 
 
 @pytest.fixture(scope="module", params=["secret", "no secret"])

@@ -13,8 +13,8 @@ import pytest
 from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.jobs import data_dir_refusal
 from dltui.protocol.messages import JobEnd, JobResult, ModelPlan, Run
+from tests.agents import connect
 from tests.conftest import require
-from tests.integration.test_agent_stream import connect
 
 
 def to_accuracy(folder: str) -> ModelPlan:

@@ -34,7 +34,7 @@ from dltui.protocol.messages import (
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, wait_for
-from tests.security.test_before_auth import example_frame
+from tests.fakes.messages import example_frame
 
 FUZZ = settings(
     max_examples=200,
@@ -254,8 +254,8 @@ http_in = mutated(HTTP_REQUESTS) | st.binary(max_size=2_000)
 @pytest.fixture(scope="module")
 def fuzzed_metrics():
     """The fuzzed agent's metrics port: a second agent, with --metrics, and its bystander."""
+    from tests.agents import metrics_url
     from tests.conftest import start_agent
-    from tests.integration.test_metrics import metrics_url
 
     agent = start_agent("--metrics", "127.0.0.1:0")
     bystander = Bystander(agent.port)
@@ -275,7 +275,7 @@ def test_the_metrics_port_survives_what_reaches_it(fuzzed_metrics, payload):
 
 
 def test_after_the_metrics_fuzzing_scrapes_and_the_bystander_are_served(fuzzed_metrics):
-    from tests.integration.test_metrics import metrics_url, pick, scrape
+    from tests.agents import metrics_url, pick, scrape
 
     agent, bystander, _ = fuzzed_metrics
     assert pick(scrape(metrics_url(agent))[0], "dltui_agent_info")

@@ -34,9 +34,8 @@ from dltui.recording.format import Header
 from dltui.recording.report import write_report
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.replay_app import create_replay_app
-from tests.chaos.test_ops_agent import FAKE_NVML
+from tests.agents import connect
 from tests.conftest import ROOT, dltui_command
-from tests.integration.test_agent_stream import connect
 from tests.tui.synthetic import server_messages
 from tests.tui.test_app import screen_text, wait_until
 from tests.unit.test_processes import HOSTILE_COMM, NAMED
@@ -125,7 +124,7 @@ def test_hostile_names_in_a_recording(tmp_path_factory, host, gpu, process, word
 HOSTILE_GPU = "\x1b]0;owned\x07[/]NVIDIA [bold H200\x1b[2J"
 
 
-def test_a_real_agent_with_hostile_names_through_probe(monkeypatch, agent_factory, tmp_path):
+def test_a_real_agent_with_hostile_names_through_probe(fake_nvml, agent_factory):
     """A GPU NVML names with escape sequences and markup, held by a process whose name is not
     UTF-8: the agent keeps its whole tick (the process listed, its name decoded with
     replacement) and `probe` prints no escape sequence, in text or JSON."""
@@ -135,12 +134,9 @@ def test_a_real_agent_with_hostile_names_through_probe(monkeypatch, agent_factor
     )  # fmt: skip
     try:
         assert neighbour.stdout is not None and neighbour.stdout.readline() == b"\n"
-        control = tmp_path / "control.jsonl"  # and a temperature JSON has no number for
+        spec = {"gpus": [{"name": HOSTILE_GPU, "processes": [[neighbour.pid, 1 << 30]]}]}
+        control = fake_nvml(spec)  # and a temperature JSON has no number for
         control.write_text(json.dumps({"gpu": 0, "set": {"temp": float("inf")}}) + "\n")
-        spec = {"gpus": [{"name": HOSTILE_GPU, "processes": [[neighbour.pid, 1 << 30]]}],
-                "control": str(control)}  # fmt: skip
-        monkeypatch.setenv("PYTHONPATH", f"{FAKE_NVML}:{ROOT}")
-        monkeypatch.setenv("DLTUI_FAKE_NVML", json.dumps(spec))
         agent = agent_factory()
         text = subprocess.run(dltui_command("probe", agent.address), cwd=ROOT,
                               capture_output=True, timeout=60)  # fmt: skip

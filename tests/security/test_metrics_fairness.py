@@ -15,9 +15,8 @@ import time
 
 from dltui.agent.metrics_budget import PER_ADDRESS
 from dltui.protocol.messages import Sample, Subscribe
+from tests.agents import connect, metrics_url
 from tests.conftest import wait_for
-from tests.integration.test_agent_stream import connect
-from tests.integration.test_metrics import metrics_url
 from tests.security.hostile import RssWatch
 
 REQUEST = b"GET /metrics HTTP/1.1\r\nHost: agent\r\n\r\n"

@@ -14,8 +14,8 @@ import urllib.request
 import pytest
 
 from dltui.agent.metrics_budget import PER_ADDRESS
+from tests.agents import metrics_url
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_metrics import metrics_url
 from tests.security.pki import Authority
 
 pytest.importorskip("cryptography")

@@ -12,8 +12,8 @@ import pytest
 
 from dltui.agent.config import ConfigFileError, load_config
 from dltui.protocol.messages import ClusterRole, JobEnd, KernelPlan, Run
+from tests.agents import connect
 from tests.conftest import ROOT, dltui_command
-from tests.integration.test_agent_stream import connect
 
 HOSTILE = ["$(touch {marker})", "`touch {marker}`", "x; touch {marker}", "x && touch {marker}",
            "x | touch {marker}", "x\ntouch {marker}", "-oProxyCommand=touch {marker}"]  # fmt: skip

@@ -17,8 +17,8 @@ from dltui.agent.admission import Admission, source_of
 from dltui.client.connection import AgentBusy
 from dltui.protocol.framing import FrameDecoder
 from dltui.protocol.messages import Inventory, Ping, Pong
+from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_agent_stream import connect
 from tests.security.hostile import IdleFlood
 
 

@@ -27,7 +27,7 @@ from dltui.protocol.messages import (
     to_wire,
 )
 from dltui.userfiles import load_secret
-from tests.integration.test_agent_stream import connect
+from tests.agents import connect
 
 Tamper = Callable[[int, bytes], bytes]
 """(frame number in its direction, frame) -> the frame passed on."""

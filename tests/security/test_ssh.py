@@ -17,8 +17,7 @@ from dltui.client.connection import AgentConnection
 from dltui.client.target import SshOptions, parse_target
 from dltui.client.transport import ssh_command
 from dltui.protocol.messages import Link, Sample
-from tests.conftest import ROOT, dltui_command, wait_for
-from tests.integration.test_client import wait_until
+from tests.conftest import ROOT, dltui_command, wait_for, wait_until
 from tests.security.sshd import start_sshd, unavailable
 
 REMOTE = f"{sys.executable} -m dltui"

@@ -6,20 +6,15 @@ the assertions see what a user would see, clipping and all.
 
 from __future__ import annotations
 
-import html
 import re
 import socket
 import time
-from collections.abc import Callable
 
 import pytest
 from textual.containers import VerticalScroll
-from textual.pilot import Pilot
 
 from dltui.client.target import parse_target
 from dltui.protocol.messages import (
-    GpuInfo,
-    GpuSample,
     HostSample,
     Inventory,
     JobEnd,
@@ -31,80 +26,15 @@ from dltui.protocol.messages import (
     Sample,
     Welcome,
 )
-from dltui.tui import DltuiApp, create_app
+from dltui.tui import create_app
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.widgets.gpu_table import GpuTable
 from dltui.tui.widgets.server_column import ServerColumn
 from dltui.tui.widgets.server_strip import ServerStrip
+from tests.fakes.messages import gpu_box_messages
+from tests.tui.pilot import LIVE_CPU, screen_text, wait_for_text, wait_until
 
 GIB = 2**30
-LIVE_CPU = r"cpu +100%┤[^\n]*\n[│ ]*\d+%"
-"""A host panel whose CPU chart has a value: samples arrive."""
-SVG_TEXT = re.compile(
-    r'<text[^>]*?x="([\d.]+)"[^>]*?textLength="([\d.]+)"[^>]*?line-(\d+)\)"[^>]*>(.*?)</text>'
-)
-
-
-def screen_text(app: DltuiApp) -> str:
-    """The screen as plain lines, rebuilt from the SVG screenshot's positioned text runs."""
-    lines: dict[int, list[str]] = {}
-    for x, length, line, escaped in SVG_TEXT.findall(app.export_screenshot()):
-        text = html.unescape(escaped).replace("\xa0", " ")
-        column = round(float(x) / (float(length) / len(text)))
-        row = lines.setdefault(int(line), [])
-        row.extend(" " * (column + len(text) - len(row)))
-        row[column : column + len(text)] = text
-    rows = range(max(app.size.height, max(lines, default=-1) + 1))
-    return "\n".join("".join(lines.get(y, [])).rstrip() for y in rows)
-
-
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll, letting the app run between tries; fail with the screen when time runs out."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out; screen:\n{screen_text(pilot.app)}"
-        await pilot.pause(0.05)
-
-
-async def wait_for_text(pilot: Pilot, pattern: str, timeout: float = 10.0) -> str:
-    await wait_until(pilot, lambda: re.search(pattern, screen_text(pilot.app)) is not None, timeout)
-    return screen_text(pilot.app)
-
-
-def gpu_box_messages(now: float) -> list:
-    """A two-GPU server as its agent would describe it: GPU 1 has fallen off the bus."""
-    gpus = [
-        GpuInfo(0, "NVIDIA H200", "GPU-0", 141 * GIB, 5, 16, 5, 16, nvlink_links=18, gpm=True),
-        GpuInfo(1, "NVIDIA H200", "GPU-1", 141 * GIB, 5, 16, 5, 16, nvlink_links=18, gpm=True),
-    ]
-    inventory = Inventory("gpubox", "Linux", "Xeon", 64, 512 * GIB, gpus, "550.54", "12.4")
-    welcome = Welcome("agent-1", inventory, 10.0, now, 1.0)
-    messages: list = [welcome, Link("live", now, rtt=0.0004, offset=0.0002)]
-    for tick in range(30):
-        busy = GpuSample(
-            0,
-            "ok",
-            {
-                "util_gpu": 50.0 + tick,
-                "mem_used": 70 * GIB,
-                "mem_total": 141 * GIB,
-                "power": 600.0,
-                "power_limit": 700.0,
-                "temp": 61.0,
-                "clock_sm": 1485.0,
-                "throttle": 0x4,
-                "pcie_tx": 5e9,
-                "pcie_rx": 2e9,
-                "nvlink_tx": 100e9,
-                "nvlink_rx": 90e9,
-                "tensor_active": 93.0,
-            },
-            {"ecc_corrected": "Unknown Error"},
-        )
-        lost = GpuSample(1, "lost", {})
-        host = HostSample({"cpu": 12.0, "mem_used": 100 * GIB, "mem_total": 512 * GIB}, [10.0] * 64)
-        messages.append(Sample(tick, now + tick / 10, 1.0 + tick / 10, host, [busy, lost]))
-    return messages
 
 
 async def test_real_local_agent_shows_this_host_live() -> None:

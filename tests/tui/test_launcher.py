@@ -14,7 +14,7 @@ from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
 from tests.conftest import require
-from tests.tui.test_app import LIVE_CPU, screen_text, wait_for_text, wait_until
+from tests.tui.pilot import LIVE_CPU, screen_text, wait_for_text, wait_until
 
 require("torch")
 

@@ -14,9 +14,9 @@ from dltui.protocol.messages import Link
 from dltui.tui import DltuiApp, create_app
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.overlay import OverlayScreen
+from tests.conftest import FIXTURES
+from tests.tui.pilot import screen_text, wait_for_text, wait_until
 from tests.tui.synthetic import server_messages
-from tests.tui.test_app import screen_text, wait_for_text, wait_until
-from tests.tui.test_replay_app import FIXTURES
 
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
 BORDERS = "│╭╮╰╯─┤├ "

@@ -26,7 +26,8 @@ from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.widgets.spark import EVENT_MARK, cell_of, mark_events
-from tests.tui.test_app import gpu_box_messages, screen_text, wait_for_text, wait_until
+from tests.fakes.messages import gpu_box_messages
+from tests.tui.pilot import screen_text, wait_for_text, wait_until
 
 GIB = 2**30
 ALICE = [

@@ -8,7 +8,7 @@ import os
 from dltui.client.target import parse_target
 from dltui.recording.reader import RecordingReader
 from dltui.tui import create_app
-from tests.tui.test_app import LIVE_CPU, wait_for_text, wait_until
+from tests.tui.pilot import LIVE_CPU, wait_for_text, wait_until
 
 
 async def test_r_shows_that_the_recording_stopped(tmp_path, monkeypatch):

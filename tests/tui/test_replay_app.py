@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.jump import JumpScreen
-from tests.conftest import ROOT, dltui_command
-from tests.tui.test_app import screen_text, wait_for_text, wait_until
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.conftest import FIXTURES, ROOT, dltui_command
+from tests.tui.pilot import screen_text, wait_for_text, wait_until
 
 
 async def test_pause_seek_speed_and_next_case():

@@ -17,8 +17,9 @@ from dltui.tui.screens.launcher import LauncherScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.widgets.phase_table import PhaseTable
 from dltui.tui.widgets.server_strip import ServerStrip
-from tests.tui.test_app import gpu_box_messages, screen_text, wait_for_text, wait_until
-from tests.tui.test_replay_app import FIXTURES
+from tests.conftest import FIXTURES
+from tests.fakes.messages import gpu_box_messages
+from tests.tui.pilot import screen_text, wait_for_text, wait_until
 
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
 

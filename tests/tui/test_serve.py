@@ -8,18 +8,15 @@ Debian's chromium (`.ci/run` installs it) and downloads nothing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, dltui_command
+from tests.conftest import ROOT, dltui_command, free_port, wait_until
 
 aiohttp = pytest.importorskip("aiohttp")
 pytest.importorskip("textual_serve")
@@ -45,20 +42,6 @@ window.WebSocket = function (...args) {
 };
 window.WebSocket.prototype = Native.prototype;
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-async def until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (result := await condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)  # ok: the polling interval of a wait for a condition
-    return result
 
 
 class DevTools:
@@ -122,8 +105,8 @@ async def test_the_served_page_shows_a_server_in_headless_chromium(served, brows
             except aiohttp.ClientError:
                 return False
 
-        url = await until(page_socket, 30, "chromium's DevTools")
-        await until(page_up, 30, "dltui serve")
+        url = await wait_until(page_socket, 30, "chromium's DevTools", interval=0.2)
+        await wait_until(page_up, 30, "dltui serve", interval=0.2)
         async with http.ws_connect(url, max_msg_size=0) as socket_:
             tools = DevTools(socket_)
             await tools.call("Page.enable")
@@ -138,7 +121,7 @@ async def test_the_served_page_shows_a_server_in_headless_chromium(served, brows
                 words = ("dltui", "NVIDIA H200", "h200x2-kernels", "GPU 0")
                 return text if all(word in text for word in words) else None  # drawn in parts
 
-            text = await until(shown, 60, "the app's server column on the page")
+            text = await wait_until(shown, 60, "the app's server column on the page", interval=0.2)
             shot = await tools.call("Page.captureScreenshot")
             (tmp_path / "page.png").write_bytes(__import__("base64").b64decode(shot["data"]))
     assert "dltui" in text and "GPU 0" in text

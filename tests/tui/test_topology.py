@@ -25,10 +25,9 @@ from dltui.tui import create_app
 from dltui.tui.app import DltuiApp
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
-from tests.chaos.fake_nvml.boxes import Box, nvlink_box, pcie_box
-from tests.recording.test_wiring_report import allreduce
-from tests.tui.test_app import wait_for_text, wait_until
-from tests.unit.test_topology import inventory_of, p2p
+from tests.fakes.boxes import Box, nvlink_box, pcie_box
+from tests.fakes.messages import allreduce, inventory_of, p2p
+from tests.tui.pilot import wait_for_text, wait_until
 
 BOXES = {"dgx": nvlink_box, "pcie": pcie_box}
 

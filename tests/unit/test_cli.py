@@ -4,12 +4,13 @@ where to read more; what it says when a word is wrong; --version."""
 from __future__ import annotations
 
 import importlib
-import socket
 
 import pytest
 
 from dltui import cli, version
 from dltui.cli import COMMANDS, TUI, main
+from dltui.commands import exit_status
+from tests.conftest import free_port
 
 
 @pytest.mark.parametrize("module", [*COMMANDS.values(), TUI])
@@ -37,10 +38,8 @@ def test_a_plan_file_error_is_a_usage_error_before_anything_starts(capsys, tmp_p
 
 
 def test_any_other_error_is_one_line_with_its_own_exit_status(capsys):
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
-    assert main(["probe", address]) == 2
+    address = f"127.0.0.1:{free_port()}"
+    assert main(["probe", address]) == exit_status.UNREACHABLE
     out, err = capsys.readouterr()
     assert out == "" and err == (
         f"dltui probe: cannot reach {address}: connection refused (is the agent running?)\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dltui.agent.config import ConfigFileError
+from dltui.commands import exit_status
 from dltui.errors import DltuiError, UsageError
 from dltui.fleet.compare import ExportError
 from dltui.plans.check import PlanError
@@ -17,7 +18,7 @@ from dltui.recording.format import RecordingError
 )
 def test_what_a_user_asked_for_wrongly_is_a_usage_error(error):
     assert issubclass(error, UsageError) and issubclass(error, DltuiError)
-    assert error("why").exit_status == 2
+    assert exit_status.of_error(error("why")) == exit_status.USAGE == 2
 
 
 def test_the_agent_has_one_configuration_error():

@@ -5,7 +5,7 @@ import math
 from dltui.fleet.series import Series
 from dltui.fleet.state import Fleet
 from dltui.protocol.messages import GpuSample, HostSample, Link, Pong, Sample, Welcome
-from tests.unit.test_messages import INVENTORY
+from tests.fakes.messages import INVENTORY
 
 
 def test_series_ring_keeps_the_newest_points_in_order():
@@ -73,7 +73,7 @@ def test_going_offline_marks_a_gap_and_keeps_the_clock_offset():
 
 def test_jobs_collect_progress_results_and_their_end():
     from dltui.protocol.messages import JobEnd, JobProgress, JobResult
-    from tests.unit.test_messages import RESULT
+    from tests.fakes.messages import RESULT
 
     fleet = Fleet()
     assert fleet.add("a").latest_job is None

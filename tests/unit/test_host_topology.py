@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dltui.telemetry import host_topology as sysfs
 from dltui.telemetry.host_topology import bus_id, cpu_list, pci_relation
-from tests.chaos.fake_nvml.boxes import NODE_MEMORY, nvlink_box, pcie_box, write_sysfs
+from tests.fakes.boxes import NODE_MEMORY, nvlink_box, pcie_box, write_sysfs
 
 
 def test_numa_nodes_sockets_and_cores(tmp_path: Path) -> None:

@@ -12,19 +12,15 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     Event,
-    GpuInfo,
     GpuProcess,
     GpuSample,
     Hello,
     HostSample,
-    Inventory,
     JobEnd,
     JobProgress,
     JobResult,
     KernelPlan,
-    KernelResult,
     Link,
-    MigInstance,
     MigSample,
     Ping,
     Pong,
@@ -36,28 +32,8 @@ from dltui.protocol.messages import (
     to_plain,
     to_wire,
 )
+from tests.fakes.messages import INVENTORY, RESULT
 
-INVENTORY = Inventory(
-    hostname="gpu-01",
-    os="Linux 6.8",
-    cpu_model="Xeon",
-    cpu_count=64,
-    memory_total=2**40,
-    gpus=[
-        GpuInfo(0, "NVIDIA H200", "GPU-1", 141 * 2**30, 5, 16, 5, 16, 18, True),
-        GpuInfo(
-            1,
-            "NVIDIA H200",
-            "GPU-2",
-            141 * 2**30,
-            mig=True,
-            mig_instances=[MigInstance("MIG-0d2a", 1, 0, "1g.18gb", 18 * 2**30, 16)],
-        ),
-    ],
-    driver_version="580.159",
-    cuda_version="13.0",
-    frameworks={"torch": "2.11.0"},
-)
 SAMPLE = Sample(
     seq=3,
     wall=1.7e9,
@@ -94,11 +70,6 @@ SAMPLE = Sample(
         ),
     ],
 )
-RESULT = KernelResult(
-    "gemm", "torch", "cuda:0", "bf16", "fwd", "5124x9124x2560 NN",
-    {"m": 5124, "n": 9124, "k": 2560}, 400, 0.0011, 0.00002, 0.00108, tflops=217.4,
-    reference_gpu="V100", reference_tflops=96.6, ratio=2.25,
-)  # fmt: skip
 EVERY_MESSAGE = [
     Hello(1, "abc", "gpu-01", b"\x01" * 32),
     Hello(1, "abc", "gpu-01", None),

@@ -9,9 +9,9 @@ import threading
 from dltui.protocol.messages import MigInstance
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.xid import watch_xid
-from tests.chaos.fake_nvml.ops import OpsCalls, mig_instances
 from tests.conftest import wait_for
-from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
+from tests.fakes.nvml import FakeGpu, FakeNvml
+from tests.fakes.nvml_ops import OpsCalls, mig_instances
 
 
 class Nvml(OpsCalls, FakeNvml):
@@ -59,7 +59,7 @@ def test_per_process_utilization_passes_the_last_seen_timestamp() -> None:
     busy, idle = listed
     assert (busy.pid, busy.memory, busy.sm_util, busy.mem_util) == (4242, 70 << 30, 87, 12)
     assert (idle.sm_util, idle.mem_util) == (0.0, 0.0)  # no sample since the last read: idle
-    seen = gateway._devices[0].util_seen
+    seen = gateway._readers[0].util_seen
     assert seen == int(nvml.clock.now * 1e6)
     nvml.clock.now += 2.0
     nvml.health[0].utilization = {}

@@ -17,8 +17,8 @@ from dltui.plans.placement import choose, sweep_counts, sweep_sets
 from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.tui.plans import Choice, make_launch
-from tests.chaos.fake_nvml.boxes import nvlink_box, pcie_box
-from tests.unit.test_topology import inventory_of
+from tests.fakes.boxes import nvlink_box, pcie_box
+from tests.fakes.messages import inventory_of
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from importlib import metadata
 
 import psutil
 
@@ -84,30 +83,6 @@ class FakeGateway:
 
     def close(self) -> None:
         self.closed = True
-
-
-def test_samples_arrive_at_the_asked_rate_on_this_machine() -> None:
-    collector = Collector(lambda s: s[-1].mono - s[0].mono >= 1.0)
-    sampler = Sampler(20, collector)
-    inventory = sampler.inventory
-    if not inventory.gpus:  # this machine: no NVIDIA driver
-        assert inventory.nvml_error
-    sampler.start()
-    try:
-        samples = collector.wait()
-    finally:
-        began = time.monotonic()
-        sampler.stop()
-        stopped_in = time.monotonic() - began
-    first = samples[0]
-    in_first_second = [s for s in samples if s.mono - first.mono < 1.0]
-    assert len(in_first_second) >= 15
-    assert [s.seq for s in samples] == list(range(first.seq, first.seq + len(samples)))
-    assert all(b.mono > a.mono for a, b in itertools.pairwise(samples))
-    assert abs(samples[-1].wall - time.time()) < 5
-    assert all(len(s.gpus) == len(inventory.gpus) for s in samples)
-    assert "cpu" in first.host.values
-    assert stopped_in < 1.0
 
 
 def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -> None:
@@ -299,15 +274,9 @@ def test_inventory_from_the_gateway() -> None:
 
 def test_frameworks_found_without_importing_them() -> None:
     installed = {"tensorflow-cpu": "2.16.1", "torch": "2.5.0"}
-
-    def version(name: str) -> str:
-        if name not in installed:
-            raise metadata.PackageNotFoundError(name)
-        return installed[name]
-
-    assert installed_frameworks(version) == {"tensorflow": "2.16.1", "torch": "2.5.0"}
+    assert installed_frameworks(installed) == {"tensorflow": "2.16.1", "torch": "2.5.0"}
     installed.clear()
-    assert installed_frameworks(version) == {}
+    assert installed_frameworks(installed) == {}
     before = set(sys.modules)
     build_inventory(FakeGateway())
     assert not {"tensorflow", "torch"} & (set(sys.modules) - before)

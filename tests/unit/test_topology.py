@@ -15,15 +15,15 @@ from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, Welcome, f
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
-from tests.chaos.fake_nvml.boxes import (
-    Box,
+from tests.fakes.boxes import (
     TopologyNvml,
     bridged_pair,
     nvlink_box,
     pcie_box,
     write_sysfs,
 )
-from tests.unit.test_telemetry_nvml import (
+from tests.fakes.messages import inventory_of, p2p
+from tests.fakes.nvml import (
     FakeGpu,
     FakeNvml,
     NVMLError_GpuIsLost,
@@ -39,17 +39,6 @@ SYS  SYS  SYS  SYS  X    PIX  PHB  PHB
 SYS  SYS  SYS  SYS  PIX  X    PHB  PHB
 SYS  SYS  SYS  SYS  PHB  PHB  X    PIX
 SYS  SYS  SYS  SYS  PHB  PHB  PIX  X"""
-
-
-def inventory_of(box: Box, tmp_path: Path, **faults: object) -> Inventory:
-    """The box's inventory as its agent would take it: the fake NVML and the box's sysfs."""
-    nvml = TopologyNvml(box)
-    for gpu in nvml.gpus:
-        gpu.faults.update(faults)
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
-    gateway.open()
-    topology = read_topology(gateway, write_sysfs(tmp_path / box.name, box))
-    return Inventory("box", "linux", "cpu", 64, 2**40, gpus=gateway.gpus, topology=topology)
 
 
 def shorts(inventory: Inventory) -> str:
@@ -184,12 +173,6 @@ def test_the_welcome_carries_it_and_old_welcomes_still_read(tmp_path: Path) -> N
     decoded = from_wire(msgpack.unpackb(msgpack.packb(newer)))
     assert isinstance(decoded, Welcome) and decoded.inventory.topology is not None
     assert decoded.inventory.topology.pairs[0].path == "quantum"  # a word from a newer agent
-
-
-def p2p(src: int, dst: int, gbps: float, nbytes: int = 2**30) -> KernelResult:
-    return KernelResult("bandwidth", "torch", "cuda:0", "", "p2p", f"p2p {src}→{dst}",
-                        params={"bytes": nbytes, "src": src, "dst": dst}, gbps=gbps,
-                        gpu_set=[src, dst])  # fmt: skip
 
 
 def test_peer_copies_laid_over_their_links(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 torch.distributed (NCCL on GPUs, Gloo on CPU processes) and tf.distribute.MirroredStrategy move
 the data; this module starts the ranks, times the collective and reports nccl-tests' algbw and
-busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce`), so a crash
+busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce_process`), so a crash
 takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
 child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
 stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
@@ -25,13 +25,9 @@ from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
     OnProgress,
     OnResult,
-    Reporter,
     ShouldStop,
     join_process_group,
     local_rendezvous,
-    rank_parser,
-    run_rank,
-    stdin_closed,
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
@@ -180,7 +176,14 @@ def _torch_layout(plan: KernelPlan) -> tuple[str, int]:
 
 def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
     job_json = json.dumps(asdict(job))
-    return [sys.executable, "-m", "dltui.bench.kernels.allreduce", "--job", job_json, *rank_args]
+    return [
+        sys.executable,
+        "-m",
+        "dltui.bench.kernels.allreduce_process",
+        "--job",
+        job_json,
+        *rank_args,
+    ]
 
 
 # --- the ranks' side ---------------------------------------------------------------------------
@@ -312,27 +315,3 @@ def allreduce_rank(
                 on_result(replace(result, cpu_s=cpu_s))
     finally:
         dist.destroy_process_group()
-
-
-# --- the child process -------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = rank_parser("python -m dltui.bench.kernels.allreduce").parse_args(argv)
-    job = AllReduceJob(**args.job)
-    report = Reporter(args.report_fd, args.rank)
-
-    def work() -> None:
-        if job.framework == "tensorflow":
-            from dltui.bench.kernels.allreduce_tf import tensorflow_allreduce
-
-            tensorflow_allreduce(job, report.result, stdin_closed, args.tf_workers, args.tf_task)
-        else:
-            allreduce_rank(args.rank, args.world, args.master, job, report.result, stdin_closed,
-                           args.local_rank)  # fmt: skip
-
-    return run_rank(report, work)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

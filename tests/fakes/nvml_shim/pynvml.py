@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.chaos.fake_nvml.boxes import BOXES, TopologyNvml
-from tests.chaos.fake_nvml.ops import OpsCalls, mig_instances
-from tests.unit import test_telemetry_nvml as fake
+from tests.fakes import nvml as fake
+from tests.fakes.boxes import BOXES, TopologyNvml
+from tests.fakes.nvml_ops import OpsCalls, mig_instances
 
 CONTROL_POLL_S = 0.02
 _HEALTH_KEYS = ("pcie", "pcie_max", "replay", "retired", "remapped", "nvlink_errors")

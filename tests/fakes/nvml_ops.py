@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tests.unit.test_telemetry_nvml import FakeGpu, _error
+from tests.fakes.nvml import FakeGpu, _error
 
 NVMLError_NotFound = _error("NotFound", 6, "Not Found")
 NVMLError_NoPermission = _error("NoPermission", 4, "Insufficient Permissions")

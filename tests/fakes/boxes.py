@@ -20,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tests.unit.test_telemetry_nvml import FakeGpu, FakeNvml
+from tests.fakes.nvml import FakeGpu, FakeNvml
 
 SINGLE, MULTIPLE, HOSTBRIDGE, NODE, SYSTEM = 10, 20, 30, 40, 50  # nvmlGpuTopologyLevel_t
 OK, CHIPSET, TOPOLOGY, NOT_SUPPORTED = 0, 1, 3, 5  # nvmlGpuP2PStatus_t
