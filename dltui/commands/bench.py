@@ -239,7 +239,9 @@ def _models_parser(
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument(
+        "--learning-rate", type=float, help="default: the model's own (CNNs: SGD at 0.1)"
+    )
     parser.add_argument(
         "--data", metavar="DIR", help="a folder of images on the agent, one sub-folder per class"
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dltui.plans import formulas
+from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import (
     GpuSample,
     JobEnd,
@@ -109,7 +110,7 @@ class Phase:
         """The GPUs the case ran on, as far as its result says; every GPU seen otherwise."""
         seen = {index for index, _ in self._sums} | set(self._energy)
         result = self.result
-        if isinstance(result, KernelResult) and result.kind != "allreduce":
+        if isinstance(result, KernelResult) and result.kind not in COLLECTIVES:
             _, _, number = result.device.partition(":")
             if number.isdigit():
                 return {int(number)} & seen

@@ -257,8 +257,9 @@ class ModelPlan:
     image_size: int = 224
     classes: int = 1000
     device: str = "auto"
-    learning_rate: float = 0.1
-    """SGD with momentum 0.9, scaled by the global batch over 256 as Goyal et al. do."""
+    learning_rate: float | None = None
+    """None: the model's own. The CNNs train with SGD, momentum 0.9, 0.1 scaled by the global
+    batch over 256 as Goyal et al. do; the GPT models with AdamW at GPT-3's rates."""
     data_dir: str | None = None
     """A folder of images on the agent, one sub-folder per class: time to `target_accuracy`."""
     target_accuracy: float | None = None
@@ -269,6 +270,10 @@ class ModelPlan:
     cluster: ClusterRole | None = None
     force: bool = False
     """As KernelPlan.force."""
+    seq_len: int | None = None
+    """GPT models: tokens per sequence; None: the model's default for the device."""
+    parallel: str = "ddp"
+    """GPT models across replicas: "ddp", or "fsdp" (full sharding). The CNNs train with DDP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +320,24 @@ class ModelResult:
     others: str | None = None
     """Someone else's work on the server's GPUs while it ran, in words ("user alice (job
     41233) on GPU 0"); None when there was none (a run forced onto busy GPUs says so)."""
+    seq_len: int | None = None
+    """A GPT model's tokens per sequence (`batch` is then sequences per replica); None for
+    the CNNs."""
+    tokens_per_s: float | None = None
+    """A GPT model's tokens trained per second, the whole run (gpus × batch × seq_len ×
+    steps ÷ the timed steps' wall time); None for the CNNs, whose figure is images_per_s."""
+    mfu: float | None = None
+    """Model FLOPs utilisation (a fraction): (6·N + 12·L·d·T) × tokens/s over the GPUs' dense
+    16-bit peak; None where the GPU's peak is not known (plans/peaks.py) or on a CPU."""
+    peak_tflops: float | None = None
+    """The dense 16-bit peak per GPU that `mfu` divides by, TFLOP/s."""
+    parallel: str | None = None
+    """"ddp" or "fsdp" for a GPT run; None for the CNNs (DDP where there are replicas)."""
+    peak_memory: int | None = None
+    """Bytes of GPU memory the busiest rank's tensors peaked at; None on a CPU."""
+    losses: list[float] = field(default_factory=list)
+    """Rank 0's training loss at every step, warm-up included: it must fall on the synthetic
+    task (a broken model cannot pass)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +402,9 @@ class KernelResult:
     """That link's nominal rate each way, GB/s: what `gbps` is measured against."""
     others: str | None = None
     """As ModelResult.others."""
+    backend: str | None = None
+    """The implementation that won a search among several and was timed: an attention case's
+    scaled_dot_product_attention backend ("flash", "cudnn", "efficient", "math")."""
 
 
 # --- messages ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dltui.formatting import model_what
+from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 
@@ -41,7 +42,7 @@ def plot_throughput(sessions: list[Session], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     cases = [(s.name, r) for s in sessions for r in kernels(s)
-             if r.error is None and r.kind != "allreduce"]  # fmt: skip
+             if r.error is None and r.kind not in COLLECTIVES]  # fmt: skip
     if not cases:
         return False
     figure, axis = plt.subplots(figsize=(10, 0.28 * len(cases) + 1.5))
