@@ -288,7 +288,7 @@ _TINY: dict[str, tuple[Case, ...]] = {
 }
 _COLLECTIVE_BYTES = {
     "tiny": (4 * 1024, 1 << 20),
-    "quick": tuple(1024 * 32**i for i in range(5)) + (4 * GiB,),
+    "quick": (1024, 32 * 1024, MiB, 32 * MiB, GiB, 4 * GiB),
     "full": tuple(1024 * 4**i for i in range(12)),
 }
 """1 KB to 4 GB: every power of 32 (quick) or of 4 (full), as nccl-tests sweeps sizes."""
@@ -306,6 +306,8 @@ def _attention_cases(seqs: tuple[int, ...]) -> list[Case]:
         for causal in (False, True)
         for seq in seqs
     ]
+
+
 _BANDWIDTH_SIZES = {
     "tiny": (MiB, 4 * MiB),
     "quick": (GiB, 64 * MiB, MiB),

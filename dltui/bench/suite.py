@@ -14,14 +14,16 @@ from typing import Any
 from dltui.bench import reference
 from dltui.bench.backends import Backend, Settings, budget_for, error_text, load_backend
 from dltui.bench.padding import padded
-from dltui.bench.shapes import BandwidthCase, Case, ComputeCase, RnnCase, cases
+from dltui.bench.shapes import AttentionCase, BandwidthCase, Case, ComputeCase, RnnCase, cases
 from dltui.plans import formulas
+from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import KernelPlan, KernelResult
 
 DIRECTIONS = {
     "gemm": ("fwd",),
     "conv": ("fwd", "bwd_data", "bwd_weights"),
     "rnn": ("fwd", "fwd+bwd"),
+    "attention": ("fwd", "fwd+bwd"),
 }
 BYTES = ""
 """The precision of a bandwidth result: copies move bytes, so none applies."""
@@ -69,11 +71,11 @@ def run_plan(
     """Run the plan's kinds in its order. on_progress(done, total, label) comes before each
     result (and once at the end); should_stop is asked before each, and ends the run early."""
     backend = None
-    if any(kind != "allreduce" for kind in plan.kinds):
+    if any(kind not in COLLECTIVES for kind in plan.kinds):
         backend = load_backend(plan.framework, plan.device)  # the framework loads here
     gpus = backend.gpu_count if backend else 0
     work: list[tuple[str, list]] = [
-        (kind, cases(plan.shape_set, kind) if kind == "allreduce" else _items(plan, kind, gpus))
+        (kind, cases(plan.shape_set, kind) if kind in COLLECTIVES else _items(plan, kind, gpus))
         for kind in plan.kinds
     ]
     total = sum(len(items) for _, items in work)
@@ -81,8 +83,8 @@ def run_plan(
     for kind, items in work:
         if should_stop():
             return
-        if kind == "allreduce":
-            # Another process group per case; its own module, loaded only when asked for.
+        if kind in COLLECTIVES:
+            # A process group per kind; its own module, loaded only when asked for.
             from dltui.bench.kernels.allreduce import run_allreduce
 
             offset = done
@@ -90,7 +92,7 @@ def run_plan(
             def progress(step: int, _total: int, label: str, offset: int = offset) -> None:
                 on_progress(offset + step, total, label)
 
-            run_allreduce(plan, items, on_result, progress, should_stop)
+            run_allreduce(plan, items, on_result, progress, should_stop, kind)
             done += len(items)
             continue
         assert backend is not None
@@ -127,7 +129,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         "params": item.case.params,
         "padded_shape": timed.label if timed != item.case else None,
         "tuning": plan.tuning if compute else None,
-        "fill": plan.fill if compute else "random",
+        "fill": plan.fill if compute and item.kind != "attention" else "random",
     }
     budget = budget_for(plan, item.kind, on_gpu=backend.device != "cpu")
     try:
@@ -159,6 +161,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         samples=len(times),
         per_sample=found.timing.per_sample,
         layout=found.layout,
+        backend=found.backend,
         energy_j=energy.joules if energy else None,
         energy_s=energy.seconds if energy else None,
         sustained_s=energy.seconds_per_iteration if energy else None,
@@ -166,10 +169,15 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
 
 
 def _flops(item: _Item) -> float | None:
-    """DeepBench's count for the pass; fwd+bwd of an RNN is three passes."""
+    """DeepBench's count for the pass; fwd+bwd of an RNN is three passes; attention's as
+    FlashAttention counts it."""
     case = item.case
     if isinstance(case, RnnCase) and item.direction == "fwd+bwd":
         return formulas.rnn_fwd_bwd_flops(case.cell, case.hidden, case.batch, case.steps)
+    if isinstance(case, AttentionCase):
+        return formulas.attention_flops(
+            case.batch, case.heads, case.seq, case.head_dim, case.causal, item.direction
+        )
     if isinstance(case, ComputeCase):
         return case.flops
     return None

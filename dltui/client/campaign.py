@@ -90,9 +90,7 @@ def check_layout(plan: Plan, members: int, across: bool) -> None:
     if across and members < 2:
         raise PlanError("a run across servers needs at least two agents")
     if across and isinstance(plan, KernelPlan) and set(plan.kinds) - set(COLLECTIVES):
-        raise PlanError(
-            "only the collectives run across servers; run the other kinds side by side"
-        )
+        raise PlanError("only the collectives run across servers; run the other kinds side by side")
     if across and isinstance(plan, ModelPlan) and len(plan.gpus) != 1:
         raise PlanError("a run across servers uses one GPU count per server (0: all), not a sweep")
 

@@ -32,7 +32,9 @@ def dense_16bit_peak(gpu_name: str) -> tuple[str, float] | None:
     return None
 
 
-def mfu(flops_per_token: float, tokens_per_s: float, gpus: int, peak_tflops: float | None) -> float | None:
+def mfu(
+    flops_per_token: float, tokens_per_s: float, gpus: int, peak_tflops: float | None
+) -> float | None:
     """Model FLOPs utilisation: the FLOPs the model's tokens need per second, over the peak of
     the GPUs that ran them. None without a peak (an unknown GPU, a CPU)."""
     if peak_tflops is None or peak_tflops <= 0 or gpus < 1:

@@ -1,9 +1,11 @@
-"""All-reduce bandwidth through the frameworks' own collective engines, at DeepBench's sizes.
+"""Collective bandwidth through the frameworks' own engines: all-reduce at DeepBench's sizes,
+all-gather, reduce-scatter, all-to-all and broadcast at nccl-tests' (kernels/collectives.py).
 
-torch.distributed (NCCL on GPUs, Gloo on CPU processes) and tf.distribute.MirroredStrategy move
-the data; this module starts the ranks, times the collective and reports nccl-tests' algbw and
-busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce`), so a crash
-takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
+torch.distributed (NCCL on GPUs, Gloo on CPU processes) and, for all-reduce,
+tf.distribute.MirroredStrategy move the data; this module starts the ranks, times the
+collective and reports nccl-tests' algbw and busbw. Each rank is a child process
+(`python -m dltui.bench.kernels.allreduce`), so a crash takes nothing else down and
+TensorFlow sets up its logical devices in a fresh interpreter. A
 child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
 stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
 the topology joins best (bench/placement.py), and its results say which.
@@ -17,10 +19,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.kernels.collectives import elements, prepare
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
     OnProgress,
@@ -35,7 +37,7 @@ from dltui.bench.ranks import (
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
-from dltui.plans.formulas import allreduce_busbw, gbps, median, spread
+from dltui.plans.formulas import collective_busbw, gbps, median, spread
 from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.messages import ClusterRole, KernelPlan, KernelResult
 
@@ -61,6 +63,8 @@ class AllReduceJob:
     max_seconds: float
     timeout_s: float
     """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
+    op: str = "allreduce"
+    """Which collective (plans/names.COLLECTIVES); TensorFlow times all-reduce only."""
 
     def budget(self, on_gpu: bool) -> Budget:
         warmup = self.warmup if self.warmup is not None else GPU_WARMUP if on_gpu else CPU_WARMUP
@@ -76,8 +80,10 @@ def run_allreduce(
     on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
+    op: str = "allreduce",
 ) -> None:
-    """Time a SUM all-reduce of float32 for each case and report one KernelResult per size.
+    """Time the collective `op` (a SUM all-reduce by default) of float32 for each case and
+    report one KernelResult per size.
 
     Failures do not raise: when a rank reports an exception, exits, or stays silent past the
     timeout, every rank is stopped and each size not measured yet gets a KernelResult whose
@@ -100,6 +106,7 @@ def run_allreduce(
     job = AllReduceJob(
         plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
+        op,
     )  # fmt: skip
     placement = _placement(plan, device, ranks) if role is None and problem is None else None
     if placement is not None:
@@ -191,13 +198,16 @@ def allreduce_result(
     times: list[float] | None = None,
     error: str | None = None,
 ) -> KernelResult:
-    """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error."""
+    """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error. The
+    case is as moved: a split collective's size a multiple of the ranks."""
+    if ranks:
+        case = AllReduceCase(elements(job.op, case.floats, ranks))
     result = KernelResult(
-        kind="allreduce",
+        kind=job.op,
         framework=job.framework,
         device=device,
         precision="fp32",
-        direction="allreduce",
+        direction=job.op,
         shape=f"{case.label} ×{ranks}" if ranks else case.label,
         params={**case.params, "ranks": ranks} if ranks else case.params,
         error=error,
@@ -206,7 +216,7 @@ def allreduce_result(
         return result
     middle = median(times)
     algbw = gbps(case.nbytes, middle)
-    busbw = allreduce_busbw(algbw, ranks)
+    busbw = collective_busbw(job.op, algbw, ranks)
     return replace(result, iterations=len(times), median_s=middle, spread_s=spread(times),
                    min_s=min(times), gbps=algbw, busbw_gbps=busbw)  # fmt: skip
 
@@ -253,9 +263,10 @@ def allreduce_rank(
     """One torch.distributed rank; rank 0 reports. A multi-server run starts one per GPU, with
     rank 0's address as rendezvous (`master`) and `local_rank` the GPU's index on its host.
 
-    Each size: one all-reduce of rank+1 checked against the exact sum, warm-up, then timed
-    iterations (CUDA events on GPUs; on CPU, Gloo's all_reduce returns when done). A collective
-    is as fast as its slowest rank, so each iteration's time is the maximum over ranks.
+    Each size: one call checked against what it must give (kernels/collectives.py), warm-up,
+    then timed iterations (CUDA events on GPUs; on CPU, Gloo's calls return when done). A
+    collective is as fast as its slowest rank, so each iteration's time is the maximum over
+    ranks.
     """
     os.environ.update(MULTICAST_OFF)
     import torch
@@ -280,14 +291,13 @@ def allreduce_rank(
         for floats in job.floats:
             if slowest([float(should_stop())])[0]:
                 break  # any rank asked: all stop at the same size
-            buffer = torch.full((floats,), float(rank + 1), dtype=torch.float32, device=device)
-            dist.all_reduce(buffer)
-            expected = world * (world + 1) / 2
-            if not bool((buffer == expected).all()):
-                low, high = buffer.min().item(), buffer.max().item()
-                raise RuntimeError(f"all-reduce gave {low}..{high}, expected {expected}")
-            buffer.zero_()  # timed on zeros: repeated sums stay finite, no data-dependent speed
-            step = partial(dist.all_reduce, buffer)
+            prepared = prepare(torch, job.op, floats, rank, world, device)
+            prepared.step()
+            wrong = prepared.check()
+            if wrong is not None:
+                raise RuntimeError(wrong)
+            prepared.reset()
+            step = prepared.step
             count = timed_count(step, sync, job.budget(on_gpu), slowest)
             if on_gpu:
                 events = [(event(), event()) for _ in range(count)]

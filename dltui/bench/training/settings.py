@@ -94,7 +94,8 @@ def token_result(
     tokens = replicas * settings.batch * settings.seq
     total = sum(step_times)
     tokens_per_s = tokens * len(step_times) / total
-    peak = dense_16bit_peak(gpu_name) if gpu_name and settings.precision in ("bf16", "fp16") else None
+    sixteen_bit = settings.precision in ("bf16", "fp16")
+    peak = dense_16bit_peak(gpu_name) if gpu_name and sixteen_bit else None
     peak_tflops = peak[1] if peak else None
     per_token = gpt.train_flops_per_token(gpt.SHAPES[job.model], settings.seq)
     return ModelResult(

@@ -138,7 +138,9 @@ class GptTrainer:
         times = self._maxima(times)
         peak_memory = None
         if self.on_gpu:
-            peak_memory = int(self._maxima([float(torch.cuda.max_memory_allocated(self.device))])[0])
+            peak_memory = int(
+                self._maxima([float(torch.cuda.max_memory_allocated(self.device))])[0]
+            )
         name = torch.cuda.get_device_name(self.device) if self.on_gpu else None
         device = "cuda" if self.on_gpu else "cpu"
         trajectory = torch.stack(losses).float().tolist()

@@ -19,7 +19,6 @@ from typing import Any
 from dltui.bench.models import torch_zoo
 from dltui.bench.ranks import Reporter, ShouldStop, join_process_group
 from dltui.bench.training import TrainJob
-from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.bench.training.settings import (
     MOMENTUM,
     WEIGHT_DECAY,
@@ -28,6 +27,7 @@ from dltui.bench.training.settings import (
     resolve,
     throughput_result,
 )
+from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans.gpt import is_gpt
 from dltui.protocol.messages import ModelResult
 

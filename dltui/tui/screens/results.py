@@ -31,7 +31,7 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import rate_text
+from dltui.formatting import model_figure, rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
@@ -49,13 +49,14 @@ def figure_text(cell: Cell, metric: Metric) -> str:
         return cell.missing(metric)
     if metric == "efficiency":
         return f"{value * 100:.1f}%" + (" ⚠ above ideal" if cell.implausible else "")
-    kernel = isinstance(result, KernelResult)
     if metric == "per_watt":
-        return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
+        kernel = isinstance(result, KernelResult)
+        return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} {cell.unit(metric)}"
     if isinstance(result, KernelResult):
         spread = result.spread_s / result.median_s if result.median_s else 0.0
-        return f"{rate_text(result)} ±{spread:.1%} ×{result.iterations:,}"
-    return f"{value:,.1f} img/s"
+        chosen = f" {result.backend}" if result.backend else ""
+        return f"{rate_text(result)} ±{spread:.1%} ×{result.iterations:,}{chosen}"
+    return model_figure(result)
 
 
 def ratio_text(ratio: float | None, noisy: bool = False) -> Text:

@@ -12,8 +12,9 @@ from textual.widgets import DataTable
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import fmt_rate, rate_text
-from dltui.protocol.messages import KernelResult
+from dltui.formatting import fmt_rate, model_figure, rate_text
+from dltui.plans.scaling import throughput_unit
+from dltui.protocol.messages import KernelResult, ModelResult
 
 COLUMNS = ("server", "case", "s", "result", "util", "tensor", "power", "PCIe tx", "PCIe rx",
            "NVLink tx", "NVLink rx", "per W")  # fmt: skip
@@ -33,11 +34,13 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
     elif isinstance(result, KernelResult):
         figure = rate_text(result)
     else:
-        figure = f"{result.images_per_s or 0:,.1f} img/s"
+        figure = model_figure(result)
     seconds = f"{phase.end - phase.start:.1f}" if phase.end is not None else "…"
     watts = phase.watts
     per_watt = phase.per_watt
-    unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "img/s/W"
+    unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "/W"
+    if isinstance(result, ModelResult):
+        unit = throughput_unit(result) + "/W"
     rates = [fmt_rate(t[name]) if name in t else "–"
              for name in ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")]  # fmt: skip
     what = phase.label
