@@ -16,20 +16,10 @@ from dltui.fleet.state import Fleet
 from dltui.userfiles import load_secret
 from tests.conftest import ROOT, dltui_command, require
 from tests.integration.test_client import wait_until
-from tests.netns import Cluster, unavailable
+from tests.netns import unavailable
 
 REASON = unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-
-
-@pytest.fixture
-def cluster(tmp_path, secret_file):
-    cluster = Cluster(2, tmp_path / "cluster")
-    try:
-        cluster.start_agents("--secret-file", str(secret_file))
-        yield cluster
-    finally:
-        cluster.down()
 
 
 def test_all_reduce_across_two_hosts(cluster, secret_file, tmp_path):
