@@ -30,7 +30,7 @@ from dltui.formatting import (
     rate_text,
     ratio_text,
 )
-from dltui.plans.scaling import scaling, throughput, throughput_unit
+from dltui.plans.scaling import scaling, throughput
 from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
 from dltui.recording import plots
 from dltui.recording.format import Header, Record
@@ -129,8 +129,8 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
 
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "host", "run", "GPUs", "framework", "device", "throughput", "±",
-             "MFU", "vs 1 GPU", "vs 1 server", "power", "per W", "util", "tensor",
+    rows = [["recording", "host", "run", "GPUs", "framework", "device", "images or tokens/s",
+             "±", "MFU", "vs 1 GPU", "vs 1 server", "power", "per W", "util", "tensor",
              "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
@@ -149,11 +149,11 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
                 session.name, host, model_what(r), r.placement or "–", r.framework, r.device,
-                f"{images_text(throughput(r))} {throughput_unit(r)}", images_text(r.spread),
+                images_text(throughput(r)), images_text(r.spread),
                 percent(r.mfu) or "–", percent(efficiency.vs_one_gpu) or "–",
                 percent(efficiency.vs_one_server) or "–",
                 _cell(watts, f"{watts or 0:.0f} W"),
-                _cell(per_watt, f"{per_watt or 0:.3f} {throughput_unit(r)}/W"),
+                _cell(per_watt, f"{per_watt or 0:.3f}"),
                 _cell(t.get("util_gpu"), f"{t.get('util_gpu', 0):.0f}%"),
                 _cell(t.get("tensor_active"), f"{t.get('tensor_active', 0):.0f}%"), reference,
             ])  # fmt: skip
