@@ -153,7 +153,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         min_s=min(times),
         tflops=rate,
         gbps=formulas.gbps(nbytes, median) if nbytes is not None else None,
-        reference_gpu=reference.REFERENCE_GPU if ref else None,
+        reference_gpu=reference.reference_gpu(item.kind) if ref else None,
         reference_tflops=ref.tflops if ref else None,
         reference_ms=ref.ms if ref else None,
         ratio=reference.ratio(ref, rate, median) if ref else None,

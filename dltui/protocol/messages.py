@@ -310,7 +310,8 @@ class ModelResult:
     target_accuracy: float | None = None
     epochs: int | None = None
     reference: str | None = None
-    """What `reference_images_per_s` is: a published figure for this model and GPU count."""
+    """What `reference_images_per_s` is: a published figure for this model and GPU count; for
+    a GPT run with an MFU, the published MFU figures it stands beside."""
     reference_images_per_s: float | None = None
     error: str | None = None
     gpu_set: list[int] = field(default_factory=list)

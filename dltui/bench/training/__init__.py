@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from dltui.bench.models import MIN_IMAGE, learning_rate
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, local_rendezvous, supervise
-from dltui.bench.reference import published_training
+from dltui.bench.reference import published_mfu, published_training
 from dltui.plans.check import PlanError
 from dltui.plans.gpt import is_gpt
 from dltui.plans.names import CPU_RANKS
@@ -190,6 +190,8 @@ def _commands(plan: ModelPlan, job: TrainJob, here: str) -> tuple[list[list[str]
 
 
 def _with_reference(result: ModelResult) -> ModelResult:
+    if result.mfu is not None:  # a GPT run on a GPU whose peak is known
+        return replace(result, reference=published_mfu())
     found = published_training(result.model, result.gpus, result.servers)
     if found is None or result.data != "synthetic" or result.device != "cuda":
         return result  # the published figures are GPUs' on synthetic data
