@@ -1,7 +1,7 @@
 """The transformer workloads on a real GPU: the attention search picks a fused backend and runs
 at hundreds of TFLOP/s, and a GPT step trains at an MFU of the targets' order. The targets
 themselves (attention ≥ 600 TFLOP/s forward, MFU ≥ 50–60%) are measured through the product
-path by benchmarks/transformers_h200.sh into docs/results/transformers-h200.md; these tests
+path by benchmarks/transformer_targets.py into docs/results/transformers-h200.md; these tests
 check the order of magnitude, so a broken path fails here first. Skipped without a GPU.
 """
 
