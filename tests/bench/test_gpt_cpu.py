@@ -21,6 +21,8 @@ from tests.conftest import SLOW, require
 
 pytestmark = SLOW
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 TINY = gpt.SHAPES["gpt-tiny"]
 SEQ = 64
 STEPS = {"warmup": 80, "steps": 20}
@@ -117,3 +119,37 @@ def test_two_gloo_processes_train_it_with_ddp_and_fsdp(parallel):
     assert learned(result), result.losses
     tokens = 2 * gpt.CPU_BATCH["gpt-tiny"] * SEQ * 20
     assert result.tokens_per_s == pytest.approx(tokens / sum(result.step_times), rel=1e-3)
+
+
+def test_the_keras_gpt_learns_the_copy_task_too():
+    require("tensorflow")
+    results: list[ModelResult] = []
+    plan = ModelPlan(framework="tensorflow", models=["gpt-tiny"], device="cpu", **STEPS)
+    run_models(plan, results.append, lambda *_: None, lambda: False)
+    (result,) = results
+    assert result.error is None, result.error
+    assert (result.framework, result.device, result.seq_len, result.parallel) == (
+        "tensorflow", "cpu", SEQ, "ddp",
+    )  # fmt: skip
+    assert learned(result), result.losses
+    tokens = gpt.CPU_BATCH["gpt-tiny"] * SEQ * 20
+    assert result.tokens_per_s == pytest.approx(tokens / sum(result.step_times), rel=1e-3)
+
+
+def test_the_keras_gpt_has_the_torch_models_parameters():
+    require("tensorflow")
+    from dltui.bench.models import keras_gpt
+
+    model = keras_gpt.build(TINY, SEQ)
+    assert model.count_params() == gpt.parameters(TINY, SEQ)
+
+
+@pytest.mark.parametrize("name", list(gpt.SHAPES))
+def test_the_torch_gpts_have_the_parameters_plans_count(name):
+    require("torch")
+    import torch
+
+    shape = gpt.SHAPES[name]
+    with torch.device("meta"):  # the 1.3B model's 5 GB of weights stay unallocated
+        model = torch_gpt.build(shape, shape.seq)
+    assert sum(p.numel() for p in model.parameters()) == gpt.parameters(shape)

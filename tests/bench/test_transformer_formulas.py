@@ -100,17 +100,19 @@ def job(**fields) -> TrainJob:
 def test_mfu_refuses_an_unknown_gpu_and_a_32_bit_run():
     settings = GptSettings(batch=4, seq=2048, precision="bf16", compile=True, checkpoint=False)
     times = [0.5, 0.5]
-    known = token_result(job(), settings, "cuda", 8, times, [11.0, 10.0], "NVIDIA H200", 1)
+    known = token_result(job(), settings, "torch", "cuda", 8, times, [11.0, 10.0], "NVIDIA H200", 1)
     assert known.tokens_per_s == 8 * 4 * 2048 * 2 / 1.0
     assert known.peak_tflops == 989.0
     assert known.mfu == pytest.approx(
         gpt.train_flops_per_token(gpt.SHAPES["gpt-124m"], 2048) * known.tokens_per_s / (8 * 989e12)
     )
-    unknown = token_result(job(), settings, "cuda", 8, times, [], "NVIDIA GeForce RTX 4090", 1)
+    unknown = token_result(
+        job(), settings, "torch", "cuda", 8, times, [], "NVIDIA GeForce RTX 4090", 1
+    )
     assert unknown.mfu is None and unknown.peak_tflops is None and unknown.tokens_per_s
     fp32 = replace(settings, precision="fp32")
-    assert token_result(job(), fp32, "cuda", 8, times, [], "NVIDIA H200", 1).mfu is None
-    assert token_result(job(), settings, "cpu", 2, times, [], None, None).mfu is None
+    assert token_result(job(), fp32, "torch", "cuda", 8, times, [], "NVIDIA H200", 1).mfu is None
+    assert token_result(job(), settings, "torch", "cpu", 2, times, [], None, None).mfu is None
 
 
 def test_the_batch_fits_the_gpu_or_is_checkpointed():

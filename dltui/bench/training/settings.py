@@ -82,6 +82,7 @@ def resolve_gpt(job: TrainJob, gpu_memory: int | None, replicas: int) -> GptSett
 def token_result(
     job: TrainJob,
     settings: GptSettings,
+    framework: str,
     device: str,
     replicas: int,
     step_times: list[float],
@@ -99,7 +100,7 @@ def token_result(
     peak_tflops = peak[1] if peak else None
     per_token = gpt.train_flops_per_token(gpt.SHAPES[job.model], settings.seq)
     return ModelResult(
-        **_what_ran(job, settings, "torch", device, replicas, 0),
+        **_what_ran(job, settings, framework, device, replicas, 0),
         steps=len(step_times),
         spread=spread([tokens / t for t in step_times]),
         step_times=[round(t, 7) for t in step_times],
@@ -107,7 +108,7 @@ def token_result(
         tokens_per_s=tokens_per_s,
         mfu=mfu(per_token, tokens_per_s, replicas, peak_tflops),
         peak_tflops=peak_tflops,
-        parallel=job.parallel,
+        parallel=job.parallel if framework == "torch" else "ddp",
         peak_memory=peak_memory,
         losses=[round(loss, 5) for loss in losses],
     )

@@ -144,7 +144,9 @@ class GptTrainer:
         name = torch.cuda.get_device_name(self.device) if self.on_gpu else None
         device = "cuda" if self.on_gpu else "cpu"
         trajectory = torch.stack(losses).float().tolist()
-        return token_result(job, settings, device, self.world, times, trajectory, name, peak_memory)
+        return token_result(
+            job, settings, "torch", device, self.world, times, trajectory, name, peak_memory
+        )
 
     def _maxima(self, values: list[float]) -> list[float]:
         """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
