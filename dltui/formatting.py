@@ -174,6 +174,12 @@ MODEL_HEADER = (
 )
 
 
+def model_header(tokens: bool) -> str:
+    """The training table's header: its rate column counts tokens when every model is a GPT
+    (a mixed table says the unit on each GPT row)."""
+    return MODEL_HEADER.replace("  images/s", "  tokens/s") if tokens else MODEL_HEADER
+
+
 def percent(value: float | None) -> str:
     return f"{value * 100:.1f}%" if value is not None else ""
 

@@ -288,7 +288,7 @@ class ModelResult:
     gpus: int
     """Replicas over every server of the run (CPU: processes)."""
     batch: int
-    """Images per replica per step; the global batch is gpus × batch."""
+    """Images (a GPT run: sequences) per replica per step; the global batch is gpus × batch."""
     servers: int = 1
     image_size: int = 224
     compiled: bool = False
@@ -297,8 +297,8 @@ class ModelResult:
     images_per_s: float | None = None
     """The whole run: gpus × batch × steps ÷ the timed steps' wall time."""
     spread: float | None = None
-    """Images/s, 1.4826 × the median absolute deviation of per-step rates (tf_cnn_benchmarks'
-    jitter)."""
+    """Images/s (a GPT run: tokens/s), 1.4826 × the median absolute deviation of per-step
+    rates (tf_cnn_benchmarks' jitter)."""
     step_times: list[float] = field(default_factory=list)
     """Seconds per timed step, in order (the slowest rank's where there are several)."""
     data: str = "synthetic"
