@@ -3,7 +3,7 @@
 target checked and the two runs compared case by case.
 
     python benchmarks/transformer_targets.py --json docs/results/transformers-h200.json
-    python benchmarks/transformer_targets.py --cpu --json /tmp/transformers-cpu.json   # the path, here
+    python benchmarks/transformer_targets.py --cpu --json /tmp/cpu.json   # the path, here
 
 The JSON holds the first run as `dltui bench ... --json` writes it (`models` with `model`,
 `tokens_per_s` and `mfu`; `results` with `kind` "attention", `direction`, `tflops` and
