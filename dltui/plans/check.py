@@ -56,10 +56,14 @@ def check_plan(plan: Plan) -> Plan:
 
 
 def _unknown(what: str, values: list[str], allowed: tuple[str, ...]) -> list[str]:
-    """A problem for each of `values` that is not one of `allowed`."""
-    choices = ", ".join(allowed)
-    return [f"unknown {what} {quote(value)} (one of: {choices})" for value in values
-            if value not in allowed]  # fmt: skip
+    """One problem naming the `values` that are not one of `allowed` (a few, then how many
+    more), and the choices once: ten kinds make a long list to repeat per name."""
+    bad = [quote(value) for value in values if value not in allowed]
+    if not bad:
+        return []
+    more = len(bad) - MAX_PROBLEMS
+    named = ", ".join(bad[:MAX_PROBLEMS]) + (f" and {more:,} more" if more > 0 else "")
+    return [f"unknown {what} {named} (one of: {', '.join(allowed)})"]
 
 
 def _device_problems(device: str) -> list[str]:
