@@ -25,6 +25,8 @@ DIRECTIONS = {
     "rnn": ("fwd", "fwd+bwd"),
     "attention": ("fwd", "fwd+bwd"),
 }
+COLLECTIVES_WORK = "collectives"
+"""The plan's collectives, run as one piece of its work."""
 BYTES = ""
 """The precision of a bandwidth result: copies move bytes, so none applies."""
 
@@ -74,17 +76,23 @@ def run_plan(
     if any(kind not in COLLECTIVES for kind in plan.kinds):
         backend = load_backend(plan.framework, plan.device)  # the framework loads here
     gpus = backend.gpu_count if backend else 0
-    work: list[tuple[str, list]] = [
-        (kind, cases(plan.shape_set, kind) if kind in COLLECTIVES else _items(plan, kind, gpus))
-        for kind in plan.kinds
-    ]
+    # The collectives run together, where the first of them is in the plan: one group of
+    # ranks for all of them (meeting the peers costs seconds; a collective, milliseconds).
+    together = [(kind, case) for kind in plan.kinds if kind in COLLECTIVES
+                for case in cases(plan.shape_set, kind)]  # fmt: skip
+    work: list[tuple[str, list]] = []
+    for kind in plan.kinds:
+        if kind not in COLLECTIVES:
+            work.append((kind, _items(plan, kind, gpus)))
+        elif not any(name == COLLECTIVES_WORK for name, _ in work):
+            work.append((COLLECTIVES_WORK, together))
     total = sum(len(items) for _, items in work)
     done = 0
     for kind, items in work:
         if should_stop():
             return
-        if kind in COLLECTIVES:
-            # A process group per kind; its own module, loaded only when asked for.
+        if kind == COLLECTIVES_WORK:
+            # Their own module, loaded only when asked for.
             from dltui.bench.kernels.allreduce import run_allreduce
 
             offset = done
@@ -92,7 +100,9 @@ def run_plan(
             def progress(step: int, _total: int, label: str, offset: int = offset) -> None:
                 on_progress(offset + step, total, label)
 
-            run_allreduce(plan, items, on_result, progress, should_stop, kind)
+            ops = [op for op, _ in items]
+            run_allreduce(plan, [case for _, case in items], on_result, progress, should_stop,
+                          ops)  # fmt: skip
             done += len(items)
             continue
         assert backend is not None

@@ -9,8 +9,7 @@ import math
 
 import pytest
 
-from dltui.bench.kernels.allreduce import run_allreduce
-from dltui.bench.shapes import AllReduceCase, AttentionCase, cases
+from dltui.bench.shapes import AttentionCase, cases
 from dltui.bench.suite import run_plan
 from dltui.plans import formulas
 from dltui.protocol.messages import KernelPlan, KernelResult
@@ -78,22 +77,34 @@ OPS = ("allgather", "reducescatter", "alltoall", "broadcast")
 
 
 @SLOW
-@pytest.mark.parametrize("op", OPS)
-def test_collectives_over_two_gloo_processes(op):
-    """Each rank checked one call's output (which rank's values landed where) before timing."""
+def test_collectives_over_two_gloo_processes():
+    """One group of two ranks runs every collective of the plan; each rank checked one call's
+    output (which rank's values landed where) before timing it."""
     require("torch")
-    plan = KernelPlan(kinds=[op], device="cpu", gpus=2, warmup=1, iterations=5, max_seconds=0.2)
+    plan = KernelPlan(kinds=list(OPS), device="cpu", gpus=2, shape_set="tiny", warmup=1,
+                      iterations=5, max_seconds=0.2)  # fmt: skip
+    progress: list[tuple[int, int, str]] = []
     results: list[KernelResult] = []
-    sizes = [AllReduceCase(1001), AllReduceCase(65_536)]
-    run_allreduce(plan, sizes, results.append, lambda *_: None, lambda: False, op)
-    assert [r.error for r in results] == [None, None]
-    # A split collective moves a multiple of the ranks: 1,001 floats are 1,000 here.
-    split = op != "broadcast"
-    assert [r.params["floats"] for r in results] == [1000 if split else 1001, 65_536]
+    run_plan(plan, results.append, lambda *step: progress.append(step))
+    assert [(r.kind, r.params["bytes"]) for r in results] == [
+        (op, size) for op in OPS for size in (4096, 1 << 20)
+    ]
     for r in results:
-        assert (r.kind, r.direction, r.params["ranks"]) == (op, op, 2)
+        assert r.error is None, r.error
+        assert (r.direction, r.params["ranks"]) == (r.kind, 2)
         assert r.gbps == pytest.approx(r.params["bytes"] / r.median_s / 1e9)
-        assert r.busbw_gbps == pytest.approx(r.gbps * (0.5 if split else 1.0))
+        share = 1.0 if r.kind == "broadcast" else 0.5  # nccl-tests' (n-1)/n at n = 2
+        assert r.busbw_gbps == pytest.approx(r.gbps * share)
+    assert [label for _, _, label in progress[:2]] == ["allgather 1024 floats",
+                                                       "allgather 262144 floats"]  # fmt: skip
+    assert progress[-1] == (8, 8, "done")
+
+
+def test_a_split_collective_moves_a_multiple_of_the_ranks():
+    from dltui.bench.kernels.collectives import elements
+
+    assert elements("allgather", 1001, 4) == 1000 and elements("alltoall", 3, 4) == 4
+    assert elements("broadcast", 1001, 4) == 1001 == elements("allreduce", 1001, 4)
 
 
 def test_a_collective_that_moves_the_wrong_part_fails_its_check(tmp_path):

@@ -57,14 +57,14 @@ class AllReduceJob:
     ranks: int
     """Torch: the world size. TensorFlow: replicas, 0 for every GPU or 2 CPU devices."""
     floats: list[int]
+    ops: list[str]
+    """Each size's collective (plans/names.COLLECTIVES); TensorFlow times all-reduce only."""
     warmup: int | None
     """None: the backends' default for the device the rank finds itself on."""
     iterations: int
     max_seconds: float
     timeout_s: float
     """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
-    op: str = "allreduce"
-    """Which collective (plans/names.COLLECTIVES); TensorFlow times all-reduce only."""
 
     def budget(self, on_gpu: bool) -> Budget:
         warmup = self.warmup if self.warmup is not None else GPU_WARMUP if on_gpu else CPU_WARMUP
@@ -80,10 +80,11 @@ def run_allreduce(
     on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
-    op: str = "allreduce",
+    ops: list[str] | None = None,
 ) -> None:
-    """Time the collective `op` (a SUM all-reduce by default) of float32 for each case and
-    report one KernelResult per size.
+    """Time a collective of float32 for each case, `ops` saying which for each (a SUM
+    all-reduce where it is None), and report one KernelResult per case. Every case runs in
+    one group of ranks: meeting the peers costs seconds, a case milliseconds.
 
     Failures do not raise: when a rank reports an exception, exits, or stays silent past the
     timeout, every rank is stopped and each size not measured yet gets a KernelResult whose
@@ -103,22 +104,22 @@ def run_allreduce(
             problem = str(error)
     if role is not None:
         ranks = role.world
+    ops = ops or ["allreduce"] * len(cases)
     job = AllReduceJob(
-        plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
+        plan.framework, device, ranks, [case.floats for case in cases], ops, plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
-        op,
     )  # fmt: skip
     placement = _placement(plan, device, ranks) if role is None and problem is None else None
     if placement is not None:
         on_result = placement.mark(on_result)
     if problem is not None:
-        for case in cases:
-            on_result(allreduce_result(job, case, device, ranks, error=problem))
+        for op, case in zip(ops, cases, strict=True):
+            on_result(allreduce_result(job, op, case, device, ranks, error=problem))
         return
     with local_rendezvous() as here:
         commands = _rank_commands(plan, job, role, ranks, here)
         silence_s = job.timeout_s + STARTUP_S
-        labels = [case.label for case in cases]
+        labels = [f"{op} {case.label}" for op, case in zip(ops, cases, strict=True)]
         reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
         env = placement.env if placement is not None else None
         measured, failure = supervise(
@@ -126,8 +127,8 @@ def run_allreduce(
             KernelResult, env,
         )  # fmt: skip
     if failure is not None:
-        for case in cases[measured:]:
-            on_result(allreduce_result(job, case, device, ranks, error=failure))
+        for op, case in list(zip(ops, cases, strict=True))[measured:]:
+            on_result(allreduce_result(job, op, case, device, ranks, error=failure))
 
 
 def _rank_commands(
@@ -192,6 +193,7 @@ def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
 
 def allreduce_result(
     job: AllReduceJob,
+    op: str,
     case: AllReduceCase,
     device: str,
     ranks: int,
@@ -201,13 +203,13 @@ def allreduce_result(
     """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error. The
     case is as moved: a split collective's size a multiple of the ranks."""
     if ranks:
-        case = AllReduceCase(elements(job.op, case.floats, ranks))
+        case = AllReduceCase(elements(op, case.floats, ranks))
     result = KernelResult(
-        kind=job.op,
+        kind=op,
         framework=job.framework,
         device=device,
         precision="fp32",
-        direction=job.op,
+        direction=op,
         shape=f"{case.label} ×{ranks}" if ranks else case.label,
         params={**case.params, "ranks": ranks} if ranks else case.params,
         error=error,
@@ -216,7 +218,7 @@ def allreduce_result(
         return result
     middle = median(times)
     algbw = gbps(case.nbytes, middle)
-    busbw = collective_busbw(job.op, algbw, ranks)
+    busbw = collective_busbw(op, algbw, ranks)
     return replace(result, iterations=len(times), median_s=middle, spread_s=spread(times),
                    min_s=min(times), gbps=algbw, busbw_gbps=busbw)  # fmt: skip
 
@@ -288,10 +290,10 @@ def allreduce_rank(
         return torch.cuda.Event(enable_timing=True)
 
     try:
-        for floats in job.floats:
+        for op, floats in zip(job.ops, job.floats, strict=True):
             if slowest([float(should_stop())])[0]:
                 break  # any rank asked: all stop at the same size
-            prepared = prepare(torch, job.op, floats, rank, world, device)
+            prepared = prepare(torch, op, floats, rank, world, device)
             prepared.step()
             wrong = prepared.check()
             if wrong is not None:
@@ -311,7 +313,8 @@ def allreduce_rank(
                 times = wall_times(step, count)
             times = slowest(times)
             if rank == 0:
-                on_result(allreduce_result(job, AllReduceCase(floats), job.device, world, times))
+                case = AllReduceCase(floats)
+                on_result(allreduce_result(job, op, case, job.device, world, times))
     finally:
         dist.destroy_process_group()
 
