@@ -1,4 +1,6 @@
 """Training throughput: each (model, GPU count) of a model plan is one run of rank processes.
+The CNNs report images/s; the GPT models (plans/gpt.py) tokens/s, MFU and their loss, and
+train with DDP or FSDP as the plan says.
 
 PyTorch runs one process per GPU (DDP over NCCL; Gloo between CPU processes), TensorFlow one
 process per server (MirroredStrategy over its GPUs; MultiWorkerMirroredStrategy across
