@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from dltui.plans import sizing
-from dltui.plans.scaling import Scaling
+from dltui.plans.scaling import Scaling, throughput
 from dltui.plans.topology import (
     KIND_WORDS,
     Link,
@@ -224,11 +224,14 @@ def ratio_text(result: KernelResult) -> str:
 
 
 def method_text(result: KernelResult) -> str:
-    """How the case was timed, e.g. "graph ×716" (iterations a sample), "padded" where
-    padding changed the shape; empty for results from before methods were recorded."""
+    """How the case was timed, e.g. "graph ×716" (iterations a sample), the backend a search
+    chose ("graph ×12 flash"), "padded" where padding changed the shape; empty for results
+    from before methods were recorded."""
     if result.method is None:
         return ""
     text = f"{result.method} ×{result.per_sample}"
+    if result.backend is not None:
+        text += f" {result.backend}"
     return text + " padded" if result.padded_shape else text
 
 
@@ -264,6 +267,12 @@ MODEL_HEADER = (
 )
 
 
+def model_header(tokens: bool) -> str:
+    """The training table's header: its rate column counts tokens when every model is a GPT
+    (a mixed table says the unit on each GPT row)."""
+    return MODEL_HEADER.replace("  images/s", "  tokens/s") if tokens else MODEL_HEADER
+
+
 def percent(value: float | None) -> str:
     return f"{value * 100:.1f}%" if value is not None else ""
 
@@ -273,12 +282,37 @@ def images_text(value: float | None) -> str:
 
 
 def model_what(result: ModelResult) -> str:
-    """The run in a few words: "resnet50 ×8 GPUs bf16 batch 256"."""
+    """The run in a few words: "resnet50 ×8 GPUs bf16 batch 256", "gpt-1.3b ×8 GPUs bf16
+    batch 16 seq 2048 fsdp"."""
     unit = "GPU" if result.device == "cuda" else "proc"
     count = f"×{result.gpus} {unit}{'s' if result.gpus != 1 else ''}"
     if result.servers > 1:
         count += f" on {result.servers} servers"
-    return f"{result.model} {count} {result.precision} batch {result.batch}"
+    what = f"{result.model} {count} {result.precision} batch {result.batch}"
+    if result.seq_len is not None:
+        what += f" seq {result.seq_len} {result.parallel or 'ddp'}"
+    return what
+
+
+def mfu_text(result: ModelResult) -> str:
+    """ "MFU 41.2%", or "" where there is none (a CNN, a CPU, a GPU whose peak is unknown)."""
+    return f"MFU {result.mfu:.1%}" if result.mfu is not None else ""
+
+
+def model_figure(result: ModelResult) -> str:
+    """A run's figure with its unit: "6,859.0 img/s", "512,004 tok/s · MFU 41.2%"."""
+    if result.seq_len is None:
+        return f"{images_text(result.images_per_s)} img/s"
+    rate = f"{result.tokens_per_s:,.0f}" if result.tokens_per_s is not None else "–"
+    mfu = mfu_text(result)
+    return f"{rate} tok/s" + (f" · {mfu}" if mfu else "")
+
+
+def loss_text(result: ModelResult) -> str:
+    """A GPT run's loss from its first step to its last: "loss 10.95→3.21"."""
+    if len(result.losses) < 2:
+        return ""
+    return f"loss {result.losses[0]:.3g}→{result.losses[-1]:.3g}"
 
 
 def format_model_row(result: ModelResult, scaling: Scaling) -> str:
@@ -303,11 +337,16 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
         if result.images_per_s and result.reference_images_per_s
         else ""
     )
-    per_gpu = result.images_per_s / result.gpus if result.images_per_s else None
+    figure = throughput(result)
+    per_gpu = figure / result.gpus if figure else None
+    words = [result.placement or ""]
+    if result.seq_len is not None:  # the columns count tokens: say so, and what else it gave
+        words = [f"tok/s, seq {result.seq_len} {result.parallel or 'ddp'}", mfu_text(result),
+                 loss_text(result), *words]  # fmt: skip
     return (
-        f"{head} {images_text(result.images_per_s):>10} {images_text(result.spread):>7} "
+        f"{head} {images_text(figure):>10} {images_text(result.spread):>7} "
         f"{images_text(per_gpu):>9} {percent(scaling.vs_one_gpu):>9} "
-        f"{percent(scaling.vs_one_server):>7} {ratio:>7}  {result.placement or ''}"
+        f"{percent(scaling.vs_one_server):>7} {ratio:>7}  {'; '.join(w for w in words if w)}"
     ).rstrip()
 
 

@@ -8,6 +8,11 @@ deepbench_v100_train.csv). Precision: our fp16, bf16 and mixed compare with thei
 Training: tf_cnn_benchmarks' published images/s on 1–8 P100s of a DGX-1 (bench/data/
 tf_cnn_benchmarks_published.csv; synthetic data, fp32, its default batch): the era and the
 systems the scale-up vs scale-out whitepaper measured.
+
+Transformers, on an H100 SXM (the H200's compute): attention against FlashAttention-3's
+forward figures and FlashAttention-2's forward+backward (Shah et al., "FlashAttention-3",
+2024, figures read from its charts: 16k tokens a batch, 2,048 wide, fp16), and a GPT run's
+MFU beside torchtitan's (Llama 3 8B on 8× H100) and Megatron-LM's (GPT 2B–462B on H100).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from functools import cache
 from typing import NamedTuple
 
-from dltui.bench.shapes import Case, GemmCase, case_from_row, read_data_csv
+from dltui.bench.shapes import AttentionCase, Case, GemmCase, case_from_row, read_data_csv
 from dltui.plans import formulas
 
 REFERENCE_GPU = "V100"
@@ -71,8 +76,35 @@ def _index() -> dict[tuple[str, Case], dict[str, str]]:
     return index
 
 
+ATTENTION_GPU = "H100 SXM (FlashAttention-3 paper)"
+_ATTENTION = {
+    ("fwd", False, 512): 467.0, ("fwd", False, 2048): 625.0, ("fwd", False, 4096): 638.0,
+    ("fwd", False, 8192): 646.0, ("fwd", False, 16_384): 648.0, ("fwd", True, 4096): 579.0,
+    ("fwd+bwd", False, 4096): 326.0, ("fwd+bwd", False, 16_384): 338.0,
+}  # fmt: skip
+"""TFLOP/s at head dimension 128 by (pass, causal, sequence): FlashAttention-3's forward,
+FlashAttention-2's forward+backward (the paper's H100 baseline), 16k tokens a batch."""
+
+
+def reference_gpu(kind: str) -> str:
+    """Whose figures a kind's reference ratio is against."""
+    return ATTENTION_GPU if kind == "attention" else REFERENCE_GPU
+
+
+def _attention(case: AttentionCase, precision: str, direction: str) -> Reference | None:
+    if precision not in ("fp16", "bf16") or case.head_dim != 128:
+        return None
+    if case.batch * case.seq != 16_384 or case.heads * case.head_dim != 2048:
+        return None  # the paper's batches only
+    found = _ATTENTION.get((direction, case.causal, case.seq))
+    return Reference(found, None) if found is not None else None
+
+
 def lookup(kind: str, case: Case, precision: str, direction: str) -> Reference | None:
-    """The V100's figure for this case, pass and precision; None where the sheet has none."""
+    """The V100's figure for this case, pass and precision (attention: the H100's); None
+    where the sheet has none."""
+    if isinstance(case, AttentionCase):
+        return _attention(case, precision, direction)
     columns = _COLUMNS.get((kind, direction))
     sheet_precision = _SHEET_PRECISION.get(precision)
     if columns is None or sheet_precision is None:
@@ -121,3 +153,15 @@ def published_training(model: str, gpus: int, servers: int) -> PublishedTraining
     """tf_cnn_benchmarks' figure for this model on as many GPUs of one server; None where it
     published none (GoogLeNet, more than 8 GPUs, several servers)."""
     return _training_index().get((model, gpus)) if servers == 1 else None
+
+
+PUBLISHED_MFU = (
+    "torchtitan: Llama 3 8B, 8× H100, bf16, FSDP: 33–39% MFU",
+    "Megatron-LM: GPT 2B–462B on H100: up to 47% MFU",
+)
+"""What a GPT run's MFU compares with: no other stack reports the same model on the same GPU,
+so these are anchors, not ratios (pytorch/torchtitan's benchmarks; NVIDIA/Megatron-LM)."""
+
+
+def published_mfu() -> str:
+    return "; ".join(PUBLISHED_MFU)

@@ -15,6 +15,7 @@ from itertools import permutations
 from typing import Literal
 
 from dltui.plans import formulas
+from dltui.plans.names import COLLECTIVES
 
 Direction = Literal["h2d", "d2h", "d2d", "p2p"]
 GiB = 1 << 30
@@ -126,6 +127,35 @@ class RnnCase:
 
 
 @dataclass(frozen=True, slots=True)
+class AttentionCase:
+    """Scaled dot-product attention of `batch` × `heads` sequences of `seq` tokens, `head_dim`
+    wide, as FlashAttention's benchmarks run it."""
+
+    batch: int
+    heads: int
+    seq: int
+    head_dim: int
+    causal: bool
+
+    @property
+    def label(self) -> str:
+        mask = " causal" if self.causal else ""
+        return f"b{self.batch} h{self.heads} s{self.seq} d{self.head_dim}{mask}"
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"batch": self.batch, "heads": self.heads, "seq": self.seq,
+                "head_dim": self.head_dim, "causal": int(self.causal)}  # fmt: skip
+
+    @property
+    def flops(self) -> float:
+        """The forward pass; fwd+bwd: formulas.attention_flops with that direction."""
+        return formulas.attention_flops(
+            self.batch, self.heads, self.seq, self.head_dim, self.causal, "fwd"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class BandwidthCase:
     """One copy of `nbytes`. `on_host`: a host memcpy, what a machine without a GPU can offer in
     place of device-to-device; `src`/`dst` name the GPUs of a peer copy."""
@@ -160,7 +190,9 @@ class BandwidthCase:
 
 @dataclass(frozen=True, slots=True)
 class AllReduceCase:
-    """All-reduce of `floats` 4-byte elements on every rank."""
+    """A collective of `floats` 4-byte elements, nccl-tests' size: an all-reduce's or a
+    broadcast's buffer, an all-gather's gathered output, a reduce-scatter's input, what each
+    rank sends in an all-to-all."""
 
     floats: int
 
@@ -177,8 +209,8 @@ class AllReduceCase:
         return 4 * self.floats
 
 
-Case = GemmCase | ConvCase | RnnCase | BandwidthCase | AllReduceCase
-ComputeCase = GemmCase | ConvCase | RnnCase
+Case = GemmCase | ConvCase | RnnCase | AttentionCase | BandwidthCase | AllReduceCase
+ComputeCase = GemmCase | ConvCase | RnnCase | AttentionCase
 
 
 # --- reading DeepBench's lists -----------------------------------------------------------------
@@ -254,7 +286,34 @@ _TINY: dict[str, tuple[Case, ...]] = {
         AllReduceCase(262_144),
         AllReduceCase(1_048_576),
     ),
+    "attention": (
+        AttentionCase(2, 2, 64, 32, causal=False),
+        AttentionCase(2, 2, 64, 32, causal=True),
+        AttentionCase(1, 2, 128, 64, causal=True),
+    ),
 }
+_COLLECTIVE_BYTES = {
+    "tiny": (4 * 1024, 1 << 20),
+    "quick": (1024, 32 * 1024, MiB, 32 * MiB, GiB, 4 * GiB),
+    "full": tuple(1024 * 4**i for i in range(12)),
+}
+"""1 KB to 4 GB: every power of 32 (quick) or of 4 (full), as nccl-tests sweeps sizes."""
+ATTENTION_TOKENS = 16_384
+ATTENTION_WIDTH = 2048
+_ATTENTION_SEQS = {"quick": (512, 2048, 8192), "full": (512, 1024, 2048, 4096, 8192, 16_384)}
+
+
+def _attention_cases(seqs: tuple[int, ...]) -> list[Case]:
+    """FlashAttention's benchmark: 16k tokens a batch (batch = 16k ÷ seq), 2,048 wide (heads =
+    2048 ÷ head dim), head dims 64 and 128, causal and not."""
+    return [
+        AttentionCase(ATTENTION_TOKENS // seq, ATTENTION_WIDTH // dim, seq, dim, causal)
+        for dim in (64, 128)
+        for causal in (False, True)
+        for seq in seqs
+    ]
+
+
 _BANDWIDTH_SIZES = {
     "tiny": (MiB, 4 * MiB),
     "quick": (GiB, 64 * MiB, MiB),
@@ -284,6 +343,10 @@ def cases(shape_set: str, kind: str, gpus: int = 1) -> list[Case]:
     a host memcpy when 0)."""
     if kind == "bandwidth":
         return _bandwidth_cases(_BANDWIDTH_SIZES[shape_set], gpus)
+    if kind == "attention" and shape_set != "tiny":
+        return _attention_cases(_ATTENTION_SEQS[shape_set])
+    if kind in COLLECTIVES and kind != "allreduce":
+        return [AllReduceCase(nbytes // 4) for nbytes in _COLLECTIVE_BYTES[shape_set]]
     if shape_set == "tiny":
         return list(_TINY[kind])
     if shape_set == "quick":

@@ -14,15 +14,19 @@ from typing import Any
 from dltui.bench import reference
 from dltui.bench.backends import Backend, Settings, budget_for, error_text, load_backend
 from dltui.bench.padding import padded
-from dltui.bench.shapes import BandwidthCase, Case, ComputeCase, RnnCase, cases
+from dltui.bench.shapes import AttentionCase, BandwidthCase, Case, ComputeCase, RnnCase, cases
 from dltui.plans import formulas
+from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import KernelPlan, KernelResult
 
 DIRECTIONS = {
     "gemm": ("fwd",),
     "conv": ("fwd", "bwd_data", "bwd_weights"),
     "rnn": ("fwd", "fwd+bwd"),
+    "attention": ("fwd", "fwd+bwd"),
 }
+COLLECTIVES_WORK = "collectives"
+"""The plan's collectives, run as one piece of its work."""
 BYTES = ""
 """The precision of a bandwidth result: copies move bytes, so none applies."""
 
@@ -69,20 +73,26 @@ def run_plan(
     """Run the plan's kinds in its order. on_progress(done, total, label) comes before each
     result (and once at the end); should_stop is asked before each, and ends the run early."""
     backend = None
-    if any(kind != "allreduce" for kind in plan.kinds):
+    if any(kind not in COLLECTIVES for kind in plan.kinds):
         backend = load_backend(plan.framework, plan.device)  # the framework loads here
     gpus = backend.gpu_count if backend else 0
-    work: list[tuple[str, list]] = [
-        (kind, cases(plan.shape_set, kind) if kind == "allreduce" else _items(plan, kind, gpus))
-        for kind in plan.kinds
-    ]
+    # The collectives run together, where the first of them is in the plan: one group of
+    # ranks for all of them (meeting the peers costs seconds; a collective, milliseconds).
+    together = [(kind, case) for kind in plan.kinds if kind in COLLECTIVES
+                for case in cases(plan.shape_set, kind)]  # fmt: skip
+    work: list[tuple[str, list]] = []
+    for kind in plan.kinds:
+        if kind not in COLLECTIVES:
+            work.append((kind, _items(plan, kind, gpus)))
+        elif not any(name == COLLECTIVES_WORK for name, _ in work):
+            work.append((COLLECTIVES_WORK, together))
     total = sum(len(items) for _, items in work)
     done = 0
     for kind, items in work:
         if should_stop():
             return
-        if kind == "allreduce":
-            # Another process group per case; its own module, loaded only when asked for.
+        if kind == COLLECTIVES_WORK:
+            # Their own module, loaded only when asked for.
             from dltui.bench.kernels.allreduce import run_allreduce
 
             offset = done
@@ -90,7 +100,9 @@ def run_plan(
             def progress(step: int, _total: int, label: str, offset: int = offset) -> None:
                 on_progress(offset + step, total, label)
 
-            run_allreduce(plan, items, on_result, progress, should_stop)
+            ops = [op for op, _ in items]
+            run_allreduce(plan, [case for _, case in items], on_result, progress, should_stop,
+                          ops)  # fmt: skip
             done += len(items)
             continue
         assert backend is not None
@@ -127,7 +139,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         "params": item.case.params,
         "padded_shape": timed.label if timed != item.case else None,
         "tuning": plan.tuning if compute else None,
-        "fill": plan.fill if compute else "random",
+        "fill": plan.fill if compute and item.kind != "attention" else "random",
     }
     budget = budget_for(plan, item.kind, on_gpu=backend.device != "cpu")
     try:
@@ -151,7 +163,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         min_s=min(times),
         tflops=rate,
         gbps=formulas.gbps(nbytes, median) if nbytes is not None else None,
-        reference_gpu=reference.REFERENCE_GPU if ref else None,
+        reference_gpu=reference.reference_gpu(item.kind) if ref else None,
         reference_tflops=ref.tflops if ref else None,
         reference_ms=ref.ms if ref else None,
         ratio=reference.ratio(ref, rate, median) if ref else None,
@@ -159,6 +171,7 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
         samples=len(times),
         per_sample=found.timing.per_sample,
         layout=found.layout,
+        backend=found.backend,
         energy_j=energy.joules if energy else None,
         energy_s=energy.seconds if energy else None,
         sustained_s=energy.seconds_per_iteration if energy else None,
@@ -166,10 +179,15 @@ def measure(backend: Backend, plan: KernelPlan, item: _Item) -> KernelResult:
 
 
 def _flops(item: _Item) -> float | None:
-    """DeepBench's count for the pass; fwd+bwd of an RNN is three passes."""
+    """DeepBench's count for the pass; fwd+bwd of an RNN is three passes; attention's as
+    FlashAttention counts it."""
     case = item.case
     if isinstance(case, RnnCase) and item.direction == "fwd+bwd":
         return formulas.rnn_fwd_bwd_flops(case.cell, case.hidden, case.batch, case.steps)
+    if isinstance(case, AttentionCase):
+        return formulas.attention_flops(
+            case.batch, case.heads, case.seq, case.head_dim, case.causal, item.direction
+        )
     if isinstance(case, ComputeCase):
         return case.flops
     return None

@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 from dltui.client.scale_out import assign_ranks, local_ranks
 from dltui.client.target import Target
 from dltui.plans.check import PlanError
+from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import (
     JobEnd,
     JobState,
@@ -88,16 +89,16 @@ def check_layout(plan: Plan, members: int, across: bool) -> None:
         raise PlanError("a campaign needs at least one agent")
     if across and members < 2:
         raise PlanError("a run across servers needs at least two agents")
-    if across and isinstance(plan, KernelPlan) and plan.kinds != ["allreduce"]:
-        raise PlanError("only all-reduce runs across servers; run the other kinds side by side")
+    if across and isinstance(plan, KernelPlan) and set(plan.kinds) - set(COLLECTIVES):
+        raise PlanError("only the collectives run across servers; run the other kinds side by side")
     if across and isinstance(plan, ModelPlan) and len(plan.gpus) != 1:
         raise PlanError("a run across servers uses one GPU count per server (0: all), not a sweep")
 
 
 def is_across(plan: Plan, members: int) -> bool:
-    """The default: an all-reduce over several agents is one collective across them; anything
-    else runs side by side unless asked."""
-    return members > 1 and isinstance(plan, KernelPlan) and "allreduce" in plan.kinds
+    """The default: collectives over several agents run across them; anything else runs side
+    by side unless asked."""
+    return members > 1 and isinstance(plan, KernelPlan) and bool(set(plan.kinds) & set(COLLECTIVES))
 
 
 @dataclass

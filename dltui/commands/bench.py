@@ -126,8 +126,10 @@ def _kernels_parser(
     parser = commands.add_parser(
         "kernels",
         help="run DeepBench kernels, print a table",
-        description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce) on an "
-        "agent (this machine by default) and print a table as results arrive.",
+        description="Run DeepBench kernels (GEMM, convolution, RNN, bandwidth, all-reduce), "
+        "attention (every backend searched) and the collectives FSDP and mixture-of-experts "
+        "use (all-gather, reduce-scatter, all-to-all, broadcast) on an agent (this machine by "
+        "default) and print a table as results arrive.",
     )
     _agents_options(parser, "with --kind allreduce")
     parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
@@ -139,7 +141,7 @@ def _kernels_parser(
         "--precision", type=_names(plan.PRECISIONS), default=["fp32"], metavar="P,P"
     )
     parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
-    parser.add_argument("--gpus", type=int, default=0, help="ranks for all-reduce (0: all)")
+    parser.add_argument("--gpus", type=int, default=0, help="ranks for the collectives (0: all)")
     parser.add_argument("--iterations", type=int,
                         help="timed iterations in each of a case's three trials (default "
                         "DeepBench's)")  # fmt: skip
@@ -192,9 +194,10 @@ def _models_parser(
 
     parser = commands.add_parser(
         "models",
-        help="train CNNs, print images/s",
+        help="train CNNs or GPT models, print images/s or tokens/s",
         description="Train CNNs (ResNet-50, VGG-16, GoogLeNet, AlexNet) on synthetic "
-        "ImageNet-shaped data and print images/s: on one GPU, a scale-up sweep over GPU counts, "
+        "ImageNet-shaped data and print images/s, or GPT-style decoders on synthetic tokens and "
+        "print tokens/s and MFU: on one GPU, a scale-up sweep over GPU counts, "
         "or one run across servers. With --data and --target-accuracy, train on a folder of "
         "images until the held-out top-1 reaches the target (time to accuracy).",
         epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
@@ -227,7 +230,16 @@ def _models_parser(
         metavar="N,N",
         help="GPU counts, a scale-up sweep (default 1; with --scale-out 0: all)",
     )
-    parser.add_argument("--batch", type=int, help="images per GPU per step")
+    parser.add_argument("--batch", type=int, help="images (GPT: sequences) per GPU per step")
+    parser.add_argument(
+        "--seq-len", type=int, help="GPT: tokens per sequence (default: the model's; CPU 64-256)"
+    )
+    parser.add_argument(
+        "--parallel",
+        choices=plan.PARALLELISMS,
+        default="ddp",
+        help="GPT over several GPUs: ddp (default) or fsdp (full sharding)",
+    )
     parser.add_argument("--precision", choices=plan.MODEL_PRECISIONS)
     parser.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument(
@@ -242,7 +254,9 @@ def _models_parser(
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--device", type=_device, default="auto", help=DEVICE_HELP)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument(
+        "--learning-rate", type=float, help="default: the model's own (CNNs: SGD at 0.1)"
+    )
     parser.add_argument(
         "--data", metavar="DIR", help="a folder of images on the agent, one sub-folder per class"
     )
@@ -329,6 +343,8 @@ def _model_plan(args: argparse.Namespace) -> ModelPlan:
         warmup=10 if args.warmup is None else args.warmup,
         steps=100 if args.steps is None else args.steps,
         image_size=args.image_size,
+        seq_len=args.seq_len,
+        parallel=args.parallel,
         classes=args.classes,
         device=args.device,
         learning_rate=args.learning_rate,

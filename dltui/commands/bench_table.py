@@ -17,12 +17,13 @@ from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.formatting import (
     HEADER,
-    MODEL_HEADER,
     format_model_row,
     format_row,
     left_words,
+    model_header,
     size_words,
 )
+from dltui.plans.gpt import is_gpt
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import (
     JobEnd,
@@ -106,7 +107,9 @@ class BenchTable:
         if across:
             campaign = self.run.campaign
             print(f"# one run across {len(welcomes)} servers" + _rendezvous_words(campaign))
-        header = MODEL_HEADER if isinstance(plan, ModelPlan) else HEADER
+        header = HEADER
+        if isinstance(plan, ModelPlan):
+            header = model_header(all(is_gpt(model) for model in plan.models))
         print(f"{'server':<24} " * self.several + header)
 
     def __call__(self, source: str, message: Message) -> None:

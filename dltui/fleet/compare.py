@@ -21,7 +21,7 @@ from dltui.errors import UsageError
 from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
 from dltui.plans import formulas
-from dltui.plans.scaling import Scaling, scaling
+from dltui.plans.scaling import Scaling, scaling, throughput, throughput_unit
 from dltui.protocol.messages import KernelResult, ModelResult
 
 REFERENCE = "reference"
@@ -53,7 +53,7 @@ class Cell:
         if metric == "efficiency":
             return self.scaling.vs_one_server or self.scaling.vs_one_gpu
         if isinstance(result, ModelResult):
-            return result.images_per_s
+            return throughput(result)
         if result.tflops is not None:
             return result.tflops
         if result.gbps is not None:
@@ -68,9 +68,10 @@ class Cell:
             return False
         if isinstance(result, KernelResult):
             return formulas.noisy(result.median_s, result.spread_s)
-        if not (result.images_per_s and result.spread):
+        rate = throughput(result)
+        if not (rate and result.spread):
             return False
-        return formulas.noisy(result.images_per_s, result.spread)
+        return formulas.noisy(rate, result.spread)
 
     @property
     def implausible(self) -> bool:
@@ -84,7 +85,7 @@ class Cell:
         if metric == "efficiency":
             return "%"
         if isinstance(result, ModelResult):
-            return "img/s" + ("/W" if metric == "per_watt" else "")
+            return throughput_unit(result) + ("/W" if metric == "per_watt" else "")
         unit = (
             "FLOP/s" if result.tflops is not None else "B/s" if result.gbps is not None else "1/s"
         )
@@ -151,9 +152,11 @@ def kernel_row(result: KernelResult) -> tuple[tuple[object, ...], str]:
 
 def model_row(result: ModelResult) -> tuple[tuple[object, ...], str]:
     key = ("model", result.framework, result.model, result.precision, result.batch,
-           result.image_size, result.data)  # fmt: skip
+           result.image_size, result.data, result.seq_len, result.parallel)  # fmt: skip
     label = f"{result.model} {result.precision} batch {result.batch}"
-    if result.image_size != 224:
+    if result.seq_len is not None:
+        label += f" seq {result.seq_len} {result.parallel or 'ddp'}"
+    elif result.image_size != 224:
         label += f" {result.image_size}px"
     if result.framework != "torch":
         label += f" ({result.framework})"
@@ -267,13 +270,15 @@ def _record(row: Row, column: str, cell: Cell, baseline: str) -> dict[str, objec
                    "direction": result.direction, "precision": result.precision,
                    "device": result.device, "median_s": result.median_s,
                    "spread_s": result.spread_s, "tflops": result.tflops, "gbps": result.gbps,
-                   "busbw_gbps": result.busbw_gbps,
+                   "busbw_gbps": result.busbw_gbps, "backend": result.backend,
                    "reference_gpu": result.reference_gpu}  # fmt: skip
     else:
         record |= {"framework": result.framework, "model": result.model,
                    "precision": result.precision, "device": result.device, "gpus": result.gpus,
                    "servers": result.servers, "batch": result.batch,
                    "images_per_s": result.images_per_s, "spread": result.spread,
+                   "seq_len": result.seq_len, "parallel": result.parallel,
+                   "tokens_per_s": result.tokens_per_s, "mfu": result.mfu,
                    "reference": result.reference,
                    "efficiency_vs_one_gpu": cell.scaling.vs_one_gpu,
                    "efficiency_vs_one_server": cell.scaling.vs_one_server}  # fmt: skip

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dltui.plans import formulas
+from dltui.plans.names import COLLECTIVES
+from dltui.plans.scaling import throughput
 from dltui.protocol.fields import GPU_FIELDS
 from dltui.protocol.messages import (
     GpuSample,
@@ -110,7 +112,7 @@ class Phase:
         """The GPUs the case ran on, as far as its result says; every GPU seen otherwise."""
         seen = {index for index, _ in self._sums} | set(self._energy)
         result = self.result
-        if isinstance(result, KernelResult) and result.kind != "allreduce":
+        if isinstance(result, KernelResult) and result.kind not in COLLECTIVES:
             _, _, number = result.device.partition(":")
             if number.isdigit():
                 return {int(number)} & seen
@@ -163,16 +165,17 @@ class Phase:
     def per_watt(self) -> float | None:
         """TFLOP/s per W for a compute kernel, from the energy its worker read across a
         sustained run (a case of milliseconds is far shorter than the telemetry's samples);
-        images/s per W for a training run, from the energy over its timed steps."""
+        images/s (tokens/s) per W for a training run, from the energy over its timed steps."""
         result, watts = self.result, self.watts
         if result is None or result.error is not None:
             return None
         if isinstance(result, KernelResult):
             return formulas.kernel_per_watt(result.tflops, result.median_s, result.sustained_s,
                                             result.energy_j, result.energy_s)  # fmt: skip
-        if watts is None or result.images_per_s is None:
+        rate = throughput(result)
+        if watts is None or rate is None:
             return None
-        return result.images_per_s / watts
+        return rate / watts
 
     @property
     def tflops_per_watt(self) -> float | None:

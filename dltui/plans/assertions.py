@@ -4,6 +4,7 @@ before it joins a fleet.
     ratio>=0.9                                 every case against its reference (or a baseline)
     tflops>=600 kind=gemm precision=bf16       every bf16 GEMM case
     images_per_second>=7000 model=resnet50     every ResNet-50 run
+    mfu>=0.6 model=gpt-1.3b                    every GPT 1.3B run (tokens_per_second too)
     efficiency>=0.9                            scaling (training), or of the link (copies)
 
 An assertion is a figure, a comparison, a number and filters (`key=value`, all must match).
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dltui.plans.check import PlanError
-from dltui.plans.scaling import scaling
+from dltui.plans.scaling import scaling, throughput
 from dltui.plans.threshold import NUMBER_CHARS, threshold
 from dltui.protocol.errors import ProtocolError, quote
 from dltui.protocol.messages import KernelResult, ModelResult
@@ -40,9 +41,10 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
 # Figure -> its unit in words; the aliases a user may write.
 KERNEL_FIGURES = {"tflops": "TFLOP/s", "gbps": "GB/s", "busbw_gbps": "GB/s", "ratio": "×",
                   "efficiency": "of the link", "median_ms": "ms"}  # fmt: skip
-MODEL_FIGURES = {"images_per_second": "images/s", "ratio": "×", "efficiency": "of ideal",
+MODEL_FIGURES = {"images_per_second": "images/s", "tokens_per_second": "tokens/s",
+                 "mfu": "of the dense peak", "ratio": "×", "efficiency": "of ideal",
                  "accuracy": "top-1", "time_to_accuracy_s": "s"}  # fmt: skip
-ALIASES = {"images_per_s": "images_per_second"}
+ALIASES = {"images_per_s": "images_per_second", "tokens_per_s": "tokens_per_second"}
 KERNEL_FILTERS = ("kind", "precision", "direction", "shape", "framework", "device", "server")
 MODEL_FILTERS = ("model", "precision", "gpus", "servers", "batch", "framework", "device",
                  "server")  # fmt: skip
@@ -181,9 +183,10 @@ def _model_case(
     reference = result.reference_images_per_s
     if baseline is not None:
         reference = baseline.get(model_key(result))
-    rate = result.images_per_s
-    figures = {"images_per_second": rate, "ratio": rate / reference if rate and reference
-               else None, "efficiency": efficiency, "accuracy": result.accuracy,
+    rate = throughput(result)
+    figures = {"images_per_second": result.images_per_s, "tokens_per_second": result.tokens_per_s,
+               "mfu": result.mfu, "ratio": rate / reference if rate and reference else None,
+               "efficiency": efficiency, "accuracy": result.accuracy,
                "time_to_accuracy_s": result.time_to_accuracy_s}  # fmt: skip
     keys = {"model": result.model, "precision": result.precision, "gpus": str(result.gpus),
             "servers": str(result.servers), "batch": str(result.batch),
@@ -257,6 +260,6 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
         if (rate := kernel_rate(result)) is not None and result.error is None:
             found[kernel_key(result)] = rate
     for model in models:
-        if model.images_per_s and model.error is None:
-            found[model_key(model)] = model.images_per_s
+        if (rate := throughput(model)) and model.error is None:
+            found[model_key(model)] = rate
     return found

@@ -8,7 +8,9 @@ import os
 import re
 
 from dltui.errors import UsageError
+from dltui.plans.gpt import is_gpt
 from dltui.plans.names import (
+    COLLECTIVES,
     DEVICES,
     FILLS,
     FRAMEWORKS,
@@ -19,10 +21,12 @@ from dltui.plans.names import (
     MAX_IMAGE,
     MAX_ITERATIONS,
     MAX_SECONDS,
+    MAX_SEQ,
     MAX_STEPS,
     MAX_TIMEOUT,
     MODEL_PRECISIONS,
     MODELS,
+    PARALLELISMS,
     PRECISIONS,
     SHAPE_SETS,
     TUNINGS,
@@ -52,10 +56,14 @@ def check_plan(plan: Plan) -> Plan:
 
 
 def _unknown(what: str, values: list[str], allowed: tuple[str, ...]) -> list[str]:
-    """A problem for each of `values` that is not one of `allowed`."""
-    choices = ", ".join(allowed)
-    return [f"unknown {what} {quote(value)} (one of: {choices})" for value in values
-            if value not in allowed]  # fmt: skip
+    """One problem naming the `values` that are not one of `allowed` (a few, then how many
+    more), and the choices once: ten kinds make a long list to repeat per name."""
+    bad = [quote(value) for value in values if value not in allowed]
+    if not bad:
+        return []
+    more = len(bad) - MAX_PROBLEMS
+    named = ", ".join(bad[:MAX_PROBLEMS]) + (f" and {more:,} more" if more > 0 else "")
+    return [f"unknown {what} {named} (one of: {', '.join(allowed)})"]
 
 
 def _device_problems(device: str) -> list[str]:
@@ -93,10 +101,13 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
     ):
         if not (math.isfinite(value) and 0 < value <= top):
             problems.append(f"{name} must be in (0, {top:g}], got {value}")
-    if plan.cluster is not None and plan.kinds != ["allreduce"]:
-        problems.append("only all-reduce runs across servers; run the other kinds per server")
-    if mig_uuid(plan.device) and "allreduce" in plan.kinds:
-        problems.append("all-reduce needs whole GPUs, not one MIG instance")
+    collectives = [kind for kind in plan.kinds if kind in COLLECTIVES]
+    if plan.cluster is not None and collectives != plan.kinds:
+        problems.append("only the collectives run across servers; run the other kinds per server")
+    if mig_uuid(plan.device) and collectives:
+        problems.append("the collectives need whole GPUs, not one MIG instance")
+    if plan.framework == "tensorflow" and set(collectives) - {"allreduce"}:
+        problems.append("TensorFlow times all-reduce only; the other collectives run in torch")
     return problems
 
 
@@ -124,6 +135,12 @@ def _model_problems(plan: ModelPlan) -> list[str]:
     within("warmup", plan.warmup, 0, MAX_STEPS)
     within("steps", plan.steps, 1, MAX_STEPS)
     within("image_size", plan.image_size, 16, MAX_IMAGE)
+    within("seq_len", plan.seq_len, 8, MAX_SEQ)
+    problems += _unknown("parallelism", [plan.parallel], PARALLELISMS)
+    if plan.parallel == "fsdp" and plan.framework != "torch":
+        problems.append("FSDP runs in torch; TensorFlow's runs are data-parallel")
+    if plan.data_dir is not None and any(is_gpt(model) for model in plan.models):
+        problems.append("the GPT models train on synthetic tokens, not a folder of images")
     within("classes", plan.classes, 2, MAX_CLASSES)
     within("learning_rate", plan.learning_rate, 1e-6, 10.0)
     within("holdout", plan.holdout, 0.01, 0.9)

@@ -48,6 +48,19 @@ def rnn_fwd_bwd_flops(cell: str, hidden: int, batch: int, steps: int) -> float:
     return 3.0 * rnn_flops(cell, hidden, batch, steps)
 
 
+def attention_flops(
+    batch: int, heads: int, seq: int, head_dim: int, causal: bool, direction: str
+) -> float:
+    """FlashAttention's count: 4·B·H·S²·d for the forward pass (two S×S×d products), half of
+    it when causal, and the backward pass 2.5 times the forward (five products, not two)."""
+    forward = 4.0 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
+    if direction == "fwd":
+        return forward
+    if direction == "fwd+bwd":
+        return forward * 3.5
+    raise ValueError(f"no attention pass {direction!r}")
+
+
 def tflops(flops: float, seconds: float) -> float:
     return flops / seconds / 1e12
 
@@ -62,7 +75,20 @@ def gbps(nbytes: float, seconds: float) -> float:
 def allreduce_busbw(algbw: float, ranks: int) -> float:
     """nccl-tests' bus bandwidth: algbw × 2(n−1)/n, comparable across rank counts and with
     the link's line rate."""
-    return algbw * 2.0 * (ranks - 1) / ranks if ranks > 1 else algbw
+    return collective_busbw("allreduce", algbw, ranks)
+
+
+def collective_busbw(op: str, algbw: float, ranks: int) -> float:
+    """nccl-tests' bus bandwidth of each collective: all-reduce moves 2(n−1)/n of its bytes
+    over each rank's link, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast all of
+    them. algbw is nccl-tests' size over time (all-gather: the gathered output; reduce-scatter:
+    the input; all-to-all: what each rank sends; broadcast: the buffer)."""
+    share = (ranks - 1) / ranks
+    factors = {"allreduce": 2.0 * share, "allgather": share, "reducescatter": share,
+               "alltoall": share, "broadcast": 1.0}  # fmt: skip
+    if op not in factors:
+        raise ValueError(f"unknown collective {op!r}")
+    return algbw * factors[op] if ranks > 1 else algbw
 
 
 # --- per watt ----------------------------------------------------------------------------------

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 FRAMEWORKS = ("torch", "tensorflow")
 SHAPE_SETS = ("tiny", "quick", "full")
-KINDS = ("gemm", "conv", "rnn", "bandwidth", "allreduce")
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast")
+"""The collectives timed as nccl-tests times them: FSDP shards with all-gather and
+reduce-scatter, mixture-of-experts routes tokens with all-to-all."""
+KINDS = ("gemm", "conv", "rnn", "attention", "bandwidth", *COLLECTIVES)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "mixed")
 """mixed: 16-bit inputs and multiplies, 32-bit accumulation, as DeepBench means it."""
 DEVICES = ("auto", "cuda", "cpu")
@@ -18,9 +21,15 @@ TUNINGS = ("searched", "default")
 framework's own choice."""
 WHITEPAPER_MODELS = ("resnet50", "vgg16", "googlenet", "alexnet")
 """The whitepaper's four ImageNet CNNs: the "all models" plan."""
-MODELS = (*WHITEPAPER_MODELS, "resnet20")
+CNN_MODELS = (*WHITEPAPER_MODELS, "resnet20")
 """resnet20: He et al.'s CIFAR ResNet (0.27 M parameters), a small network whose gradient is
 small beside its work, for CPUs and for checking `dltui predict` on shaped networks."""
+GPT_MODELS = ("gpt-124m", "gpt-350m", "gpt-1.3b", "gpt-tiny")
+"""GPT-style decoders (plans/gpt.py); gpt-tiny is a few hundred thousand parameters, for CPUs."""
+MODELS = CNN_MODELS + GPT_MODELS
+PARALLELISMS = ("ddp", "fsdp")
+"""How a training run splits over its replicas: DDP (every replica holds the whole model) or
+FSDP with full sharding (parameters, gradients and optimizer state sharded over the ranks)."""
 MODEL_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 """fp16 and bf16 train mixed: 16-bit compute, fp32 weights (fp16 with loss scaling)."""
 
@@ -31,6 +40,7 @@ MAX_TIMEOUT = 7 * 24 * 3600.0
 MAX_STEPS = 10_000  # a step-time series of this length still fits well inside one frame
 MAX_BATCH = 65_536
 MAX_IMAGE = 1024
+MAX_SEQ = 32_768
 MAX_CLASSES = 100_000
 CPU_RANKS = 2
 """Processes a CPU run uses on a server without GPUs (a single-server run and a scale-out alike)."""

@@ -21,10 +21,20 @@ class Scaling:
     vs_one_server: float | None = None
 
 
+def throughput(result: ModelResult) -> float | None:
+    """A run's figure: tokens/s for a GPT model, images/s for a CNN."""
+    return result.tokens_per_s if result.seq_len is not None else result.images_per_s
+
+
+def throughput_unit(result: ModelResult) -> str:
+    return "tok/s" if result.seq_len is not None else "img/s"
+
+
 def configuration(result: ModelResult) -> tuple[object, ...]:
     """What must match for one result to be another's baseline: all but the GPU count."""
     return (result.framework, result.model, result.device, result.precision, result.batch,
-            result.image_size, result.compiled, result.channels_last, result.data)  # fmt: skip
+            result.image_size, result.compiled, result.channels_last, result.data,
+            result.seq_len, result.parallel)  # fmt: skip
 
 
 def scaling(results: Sequence[tuple[str, ModelResult]]) -> list[Scaling]:
@@ -32,15 +42,16 @@ def scaling(results: Sequence[tuple[str, ModelResult]]) -> list[Scaling]:
     `results`; None where there is no baseline (or the result is the baseline itself)."""
     rates: dict[tuple[object, ...], float] = {}
     for server, result in results:
-        if result.error is None and result.images_per_s and result.servers == 1:
-            rates[(server, configuration(result), result.gpus)] = result.images_per_s
+        rate = throughput(result)
+        if result.error is None and rate and result.servers == 1:
+            rates[(server, configuration(result), result.gpus)] = rate
     found = []
     for server, result in results:
         key = (server, configuration(result))
         one_gpu = rates.get((*key, 1))
         per_server = result.gpus // result.servers if result.servers else 0
         one_server = rates.get((*key, per_server)) if result.servers > 1 else None
-        rate = result.images_per_s
+        rate = throughput(result)
         found.append(
             Scaling(
                 scaling_efficiency(rate, one_gpu, result.gpus)

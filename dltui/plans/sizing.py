@@ -12,21 +12,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dltui.plans import gpt
+from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
 
+OTHER_COLLECTIVES = COLLECTIVES[1:]
+"""All-reduce runs DeepBench's sizes; the others nccl-tests' sweep of 1 KB to 4 GB."""
 SET_CASES = {
-    "tiny": {"gemm": 4, "conv": 3, "rnn": 3, "allreduce": 2, "bandwidth": 2},
-    "quick": {"gemm": 10, "conv": 10, "rnn": 10, "allreduce": 7, "bandwidth": 3},
-    "full": {"gemm": 160, "conv": 94, "rnn": 53, "allreduce": 7, "bandwidth": 3},
+    "tiny": {"gemm": 4, "conv": 3, "rnn": 3, "attention": 3, "allreduce": 2, "bandwidth": 2}
+    | dict.fromkeys(OTHER_COLLECTIVES, 2),
+    "quick": {"gemm": 10, "conv": 10, "rnn": 10, "attention": 12, "allreduce": 7, "bandwidth": 3}
+    | dict.fromkeys(OTHER_COLLECTIVES, 6),
+    "full": {"gemm": 160, "conv": 94, "rnn": 53, "attention": 24, "allreduce": 7, "bandwidth": 3}
+    | dict.fromkeys(OTHER_COLLECTIVES, 12),
 }
 """Cases per kind in each shape set (bandwidth: sizes; each size is several copies)."""
-PASSES = {"gemm": 1, "conv": 3, "rnn": 2}
+PASSES = {"gemm": 1, "conv": 3, "rnn": 2, "attention": 2}
 """Timed passes of each case: forward; forward, backward-data, backward-weights; forward and
-forward+backward."""
+forward+backward (RNNs and attention)."""
 
 CPU_WARMUP, CPU_STEPS = 2, 10
 """Training steps on a CPU by default (a GPU's are the plan's: 10 and 100)."""
-CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32, "resnet20": 32}
+CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32,
+             "resnet20": 32} | gpt.CPU_BATCH  # fmt: skip
 """Images per process and step on a CPU by default: a step of a second or two on a few cores
 (tf_cnn_benchmarks' batch of 512 makes an AlexNet step on two cores take most of a minute)."""
 
@@ -38,14 +46,16 @@ MFLOP at 32 pixels, times 49)."""
 STARTUP_S = {"gpu": 20.0, "cpu": 8.0}
 """Starting the worker: the framework's import, the device, the first compile."""
 CASE_S = {
-    "gpu": {"gemm": 0.8, "conv": 2.5, "rnn": 1.5, "allreduce": 0.7, "bandwidth": 1.5},
-    "cpu": {"gemm": 12.0, "conv": 1.0, "rnn": 60.0, "allreduce": 1.0, "bandwidth": 1.0},
+    "gpu": {"gemm": 0.8, "conv": 2.5, "rnn": 1.5, "attention": 3.0, "bandwidth": 1.5}
+    | dict.fromkeys(COLLECTIVES, 0.7),
+    "cpu": {"gemm": 12.0, "conv": 1.0, "rnn": 60.0, "attention": 30.0, "bandwidth": 1.0}
+    | dict.fromkeys(COLLECTIVES, 1.0),
 }
 """Seconds per timed pass of a quick-set case: on an H200 (its recordings: 17 cases in 18 s),
 on a 2-core Xeon (a case whose iteration outlasts the time bound runs it about 17 times:
 warm-up, sizing, samples; DeepBench's largest GEMM is 23 s an iteration in fp32 there, its
 long GRUs minutes). The full set's cases are of the same sizes; the tiny set's take well
-under the time bound."""
+under the time bound. Attention searches four backends per pass: estimates, not yet measured."""
 TINY_CASE_S = 0.5
 TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
 """Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core
@@ -53,6 +63,17 @@ CPU in fp32 (AlexNet, batch 32: 7.6 images/s on a loaded one)."""
 COMPILE_S = {"gpu": 60.0, "cpu": 5.0}
 """Building a model before its first step: torch.compile takes a minute on a GPU."""
 REFERENCE_CORES = 2
+
+
+def _step_flops(plan: ModelPlan, model: str, device: str) -> float:
+    """One replica's training step: its images' work, or its tokens'."""
+    if gpt.is_gpt(model):
+        shape = gpt.SHAPES[model]
+        seq = plan.seq_len or (gpt.CPU_SEQ[model] if device == "cpu" else shape.seq)
+        batch = plan.batch or (CPU_BATCH[model] if device == "cpu" else gpt.GPU_BATCH[model])
+        return gpt.train_flops_per_token(shape, seq) * batch * seq
+    batch = plan.batch or (CPU_BATCH[model] if device == "cpu" else 256)
+    return TRAIN_GFLOP[model] * 1e9 * batch * (plan.image_size / 224) ** 2
 
 
 def on_cpu(plan: Plan, inventory: Inventory) -> bool:
@@ -64,7 +85,7 @@ def kernel_cases(plan: KernelPlan, inventory: Inventory) -> int:
     sizes = SET_CASES[plan.shape_set]
     total = 0
     for kind in plan.kinds:
-        if kind == "allreduce":
+        if kind in COLLECTIVES:
             total += sizes[kind]
         elif kind == "bandwidth":
             gpus = 0 if on_cpu(plan, inventory) else len(inventory.gpus)
@@ -104,8 +125,7 @@ def estimate_s(plan: Plan, inventory: Inventory) -> float:
         return STARTUP_S[device] + seconds
     seconds = 0.0
     for model in plan.models:
-        batch = plan.batch or (CPU_BATCH[model] if device == "cpu" else 256)
-        work = TRAIN_GFLOP[model] * 1e9 * batch * (plan.image_size / 224) ** 2
+        work = _step_flops(plan, model, device)
         step = work / TRAIN_RATE[device] * scale
         for gpus in plan.gpus:
             processes = gpus or max(len(inventory.gpus), 1)

@@ -260,8 +260,9 @@ class ModelPlan:
     image_size: int = 224
     classes: int = 1000
     device: str = "auto"
-    learning_rate: float = 0.1
-    """SGD with momentum 0.9, scaled by the global batch over 256 as Goyal et al. do."""
+    learning_rate: float | None = None
+    """None: the model's own. The CNNs train with SGD, momentum 0.9, 0.1 scaled by the global
+    batch over 256 as Goyal et al. do; the GPT models with AdamW at GPT-3's rates."""
     data_dir: str | None = None
     """A folder of images on the agent, one sub-folder per class: time to `target_accuracy`."""
     target_accuracy: float | None = None
@@ -272,6 +273,10 @@ class ModelPlan:
     cluster: ClusterRole | None = None
     force: bool = False
     """As KernelPlan.force."""
+    seq_len: int | None = None
+    """GPT models: tokens per sequence; None: the model's default for the device."""
+    parallel: str = "ddp"
+    """GPT models across replicas: "ddp", or "fsdp" (full sharding). The CNNs train with DDP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +331,7 @@ class ModelResult:
     gpus: int
     """Replicas over every server of the run (CPU: processes)."""
     batch: int
-    """Images per replica per step; the global batch is gpus × batch."""
+    """Images (a GPT run: sequences) per replica per step; the global batch is gpus × batch."""
     servers: int = 1
     image_size: int = 224
     compiled: bool = False
@@ -335,8 +340,8 @@ class ModelResult:
     images_per_s: float | None = None
     """The whole run: gpus × batch × steps ÷ the timed steps' wall time."""
     spread: float | None = None
-    """Images/s, 1.4826 × the median absolute deviation of per-step rates (tf_cnn_benchmarks'
-    jitter)."""
+    """Images/s (a GPT run: tokens/s), 1.4826 × the median absolute deviation of per-step
+    rates (tf_cnn_benchmarks' jitter)."""
     step_times: list[float] = field(default_factory=list)
     """Seconds per timed step, in order (the slowest rank's where there are several)."""
     data: str = "synthetic"
@@ -348,7 +353,8 @@ class ModelResult:
     target_accuracy: float | None = None
     epochs: int | None = None
     reference: str | None = None
-    """What `reference_images_per_s` is: a published figure for this model and GPU count."""
+    """What `reference_images_per_s` is: a published figure for this model and GPU count; for
+    a GPT run with an MFU, the published MFU figures it stands beside."""
     reference_images_per_s: float | None = None
     error: str | None = None
     gpu_set: list[int] = field(default_factory=list)
@@ -361,6 +367,24 @@ class ModelResult:
     profile: StepProfile | None = None
     """One step taken apart (gradients, when each was ready), for `dltui predict`; None in
     results from before profiles, and in time-to-accuracy runs."""
+    seq_len: int | None = None
+    """A GPT model's tokens per sequence (`batch` is then sequences per replica); None for
+    the CNNs."""
+    tokens_per_s: float | None = None
+    """A GPT model's tokens trained per second, the whole run (gpus × batch × seq_len ×
+    steps ÷ the timed steps' wall time); None for the CNNs, whose figure is images_per_s."""
+    mfu: float | None = None
+    """Model FLOPs utilisation (a fraction): (6·N + 12·L·d·T) × tokens/s over the GPUs' dense
+    16-bit peak; None where the GPU's peak is not known (plans/peaks.py) or on a CPU."""
+    peak_tflops: float | None = None
+    """The dense 16-bit peak per GPU that `mfu` divides by, TFLOP/s."""
+    parallel: str | None = None
+    """"ddp" or "fsdp" for a GPT run; None for the CNNs (DDP where there are replicas)."""
+    peak_memory: int | None = None
+    """Bytes of GPU memory the busiest rank's tensors peaked at; None on a CPU."""
+    losses: list[float] = field(default_factory=list)
+    """Rank 0's training loss at every step, warm-up included: it must fall on the synthetic
+    task (a broken model cannot pass)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,6 +452,9 @@ class KernelResult:
     cpu_s: float | None = None
     """CPU time the reporting rank's process spent per iteration, all its threads together
     (an all-reduce on CPU processes: what communication takes from compute there)."""
+    backend: str | None = None
+    """The implementation that won a search among several and was timed: an attention case's
+    scaled_dot_product_attention backend ("flash", "cudnn", "efficient", "math")."""
 
 
 # --- messages ------------------------------------------------------------------------------

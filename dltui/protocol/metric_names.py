@@ -105,6 +105,12 @@ BENCH_GBPS = MetricSpec("dltui_bench_gbps", "gauge", "the latest result of a ben
 TRAIN_IMAGES = MetricSpec("dltui_train_images_per_second", "gauge", "the latest training "
                           "throughput of a model, images/s over every GPU of the run",
                           TRAIN_LABELS)  # fmt: skip
+TRAIN_TOKENS = MetricSpec("dltui_train_tokens_per_second", "gauge", "the latest training "
+                          "throughput of a GPT model, tokens/s over every GPU of the run",
+                          TRAIN_LABELS)  # fmt: skip
+TRAIN_MFU = MetricSpec("dltui_train_mfu_ratio", "gauge", "the latest model FLOPs utilisation "
+                       "of a GPT model's training (0-1), over the GPUs' dense 16-bit peak",
+                       TRAIN_LABELS)  # fmt: skip
 
 EVENTS = MetricSpec("dltui_events", "counter", "health events and alerts since the agent "
                     "started, by kind and severity (a condition counts once, when raised)",
@@ -192,12 +198,18 @@ def kernel_points(hostname: str, result: KernelResult) -> Iterator[Point]:
 
 
 def model_points(hostname: str, result: ModelResult) -> Iterator[Point]:
-    """A training run's throughput (none for a run that failed or was timed to accuracy)."""
-    if result.error is not None or result.images_per_s is None:
+    """A training run's throughput, and a GPT run's MFU where its GPU's peak is known (none for
+    a run that failed or was timed to accuracy)."""
+    if result.error is not None:
         return
     labels = (hostname, result.model, result.precision, result.framework, result.device,
               str(result.gpus), str(result.servers))  # fmt: skip
-    yield TRAIN_IMAGES, labels, result.images_per_s
+    if result.images_per_s is not None:
+        yield TRAIN_IMAGES, labels, result.images_per_s
+    if result.tokens_per_s is not None:
+        yield TRAIN_TOKENS, labels, result.tokens_per_s
+    if result.mfu is not None:
+        yield TRAIN_MFU, labels, result.mfu
 
 
 def progress_points(hostname: str, progress: JobProgress | None) -> Iterator[Point]:
@@ -213,7 +225,7 @@ def progress_points(hostname: str, progress: JobProgress | None) -> Iterator[Poi
         yield JOB_PROGRESS, host, min(ratio, 1.0)
 
 
-RESULT_SPECS = (BENCH_TFLOPS, BENCH_GBPS, TRAIN_IMAGES)
+RESULT_SPECS = (BENCH_TFLOPS, BENCH_GBPS, TRAIN_IMAGES, TRAIN_TOKENS, TRAIN_MFU)
 JOB_SPECS = (JOB_RUNNING, JOB_CASES_DONE, JOB_CASES, JOB_PROGRESS)
 AGENT_SPECS = (AGENT_INFO, AGENT_CLIENTS, AGENT_DROPPED, AGENT_NVML_ERRORS, AGENT_LAG,
                AGENT_MISSED, AGENT_RATE, AGENT_SAMPLE_AGE, JOBS_ENDED, PROCESS_CPU,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from dltui.formatting import GB, model_what, rate_text
 from dltui.outfiles import Replacement
+from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import configuration
 from dltui.protocol.messages import KernelResult, ModelResult, Sample
 from dltui.recording.recorded import Session
@@ -45,7 +46,7 @@ def plot_throughput(sessions: list[Session], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     cases = [(s.name, r, value) for s in sessions for r in kernels(s)
-             if r.kind != "allreduce" and (value := _throughput(r))]  # fmt: skip
+             if r.kind not in COLLECTIVES and (value := _throughput(r))]  # fmt: skip
     if not cases:
         return False
     figure, axis = plt.subplots(figsize=(10, 0.28 * len(cases) + 1.5))

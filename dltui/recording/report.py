@@ -32,7 +32,7 @@ from dltui.formatting import (
     significant,
 )
 from dltui.outfiles import write_text
-from dltui.plans.scaling import scaling
+from dltui.plans.scaling import scaling, throughput
 from dltui.recording import plots
 from dltui.recording.health_report import events_table, health_table
 from dltui.recording.reader import Say
@@ -99,8 +99,8 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
 
 
 def training_table(sessions: list[Session]) -> list[list[str]]:
-    rows = [["recording", "host", "run", "GPUs", "framework", "device", "images/s", "±",
-             "vs 1 GPU", "vs 1 server", "power W", "images/s per W", "util %", "tensor %",
+    rows = [["recording", "host", "run", "GPUs", "framework", "device", "images or tokens/s",
+             "±", "MFU", "vs 1 GPU", "vs 1 server", "power W", "per W", "util %", "tensor %",
              "reference"]]  # fmt: skip
     for session in sessions:
         runs = session.training_phases()
@@ -110,7 +110,7 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
             host = session.hostname(phase.source)
             if r.error is not None:
                 rows.append([session.name, host, model_what(r), r.placement or "–", r.framework,
-                             r.device, "error", r.error, *[""] * 7])  # fmt: skip
+                             r.device, "error", r.error, *[""] * 8])  # fmt: skip
                 continue
             per_watt, watts = phase.per_watt, phase.watts
             reference = ""
@@ -119,8 +119,9 @@ def training_table(sessions: list[Session]) -> list[list[str]]:
                              f"{r.reference or ''}").strip()  # fmt: skip
             rows.append([
                 session.name, host, model_what(r), r.placement or "–", r.framework, r.device,
-                images_text(r.images_per_s), images_text(r.spread),
-                percent(efficiency.vs_one_gpu) or "–", percent(efficiency.vs_one_server) or "–",
+                images_text(throughput(r)), images_text(r.spread),
+                percent(r.mfu) or "–", percent(efficiency.vs_one_gpu) or "–",
+                percent(efficiency.vs_one_server) or "–",
                 _number(watts, 3), _number(per_watt, 3), _number(t.get("util_gpu"), 2),
                 _number(t.get("tensor_active"), 2), reference,
             ])  # fmt: skip

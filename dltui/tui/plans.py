@@ -14,7 +14,7 @@ from dltui.formatting import size_words
 from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
-from dltui.plans.names import WHITEPAPER_MODELS
+from dltui.plans.names import COLLECTIVES, GPT_MODELS, WHITEPAPER_MODELS
 from dltui.plans.placement import sweep_counts, sweep_sets
 from dltui.plans.topology import gpu_names
 from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
@@ -40,6 +40,16 @@ BUILTINS = (
     Builtin("models", "CNN models", "ResNet-50, VGG-16, GoogLeNet, AlexNet training on 1 GPU"),
     Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
     Builtin("scale_out", "Scale-out", SCALE_OUT_WORDS),
+    Builtin(
+        "transformers",
+        "Transformers",
+        "GPT 124M, 350M and 1.3B training on 1 GPU: tokens/s and MFU (a CPU: a tiny GPT)",
+    ),
+    Builtin(
+        "attention",
+        "Attention and collectives",
+        "attention, every backend searched; all-gather, reduce-scatter, all-to-all, broadcast",
+    ),
     Builtin("file", "Plan file", "a TOML file with [kernels] and [models] tables"),
 )
 
@@ -94,6 +104,11 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
         plan = replace(kernels, shape_set="full", kinds=["gemm", "conv", "rnn", "bandwidth"])
     elif choice.plan == "models":
         plan = replace(models, models=list(WHITEPAPER_MODELS))
+    elif choice.plan == "transformers":
+        on_cpu = all(sizing.on_cpu(models, inventory) for inventory in inventories)
+        plan = replace(models, models=["gpt-tiny"] if on_cpu else list(GPT_MODELS[:3]))
+    elif choice.plan == "attention":
+        return _attention_launch(kernels, inventories)
     elif choice.plan == "scale_up":
         if len(inventories) != 1:
             raise PlanError("a scale-up sweep runs on one server: choose exactly one")
@@ -108,6 +123,23 @@ def make_launch(choice: Choice, inventories: list[Inventory]) -> Launch:
     if choice.plan == "scale_up" and inventories[0].gpus:  # the GPU sets the worker will use
         title += ": " + " · ".join(gpu_names(s.gpus) for s in sweep_sets(inventories[0]))
     return Launch([(plan, across)], title)
+
+
+def _attention_launch(kernels: KernelPlan, inventories: list[Inventory]) -> Launch:
+    """Attention on each server, then the collectives: across the servers where there are
+    several (the rendezvous the engines meet at), else on this server's GPUs. CPUs get the
+    tiny shapes: the quick set's 4 GB all-to-all and 16k-token attention are a GPU's."""
+    servers = len(inventories)
+    on_cpu = any(sizing.on_cpu(kernels, inventory) for inventory in inventories)
+    shapes = replace(kernels, shape_set="tiny" if on_cpu else "quick")
+    attention = replace(shapes, kinds=["attention"])
+    collectives = replace(shapes, kinds=list(COLLECTIVES), precisions=["fp32"])
+    across = is_across(collectives, servers)
+    for plan, spread in ((attention, False), (collectives, across)):
+        check_plan(plan)
+        check_layout(plan, servers, spread)
+    title = next(builtin.title for builtin in BUILTINS if builtin.key == "attention")
+    return Launch([(attention, False), (collectives, across)], title)
 
 
 def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:

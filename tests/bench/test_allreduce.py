@@ -65,7 +65,10 @@ def test_torch_gloo_across_two_processes():
     progress: list[tuple[int, int, str]] = []
     results = run(cpu_plan("torch"), CASES, lambda *step: progress.append(step))
     assert_measured(results, "torch")
-    assert progress == [(0, 2, CASES[0].label), (1, 2, CASES[1].label)]
+    assert progress == [
+        (0, 2, f"allreduce {CASES[0].label}"),
+        (1, 2, f"allreduce {CASES[1].label}"),
+    ]
 
 
 def test_tensorflow_across_two_logical_cpu_devices():

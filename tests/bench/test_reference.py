@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dltui.bench.reference import Reference, lookup, ratio
-from dltui.bench.shapes import ConvCase, GemmCase, RnnCase, cases
+from dltui.bench.reference import Reference, lookup, published_mfu, ratio, reference_gpu
+from dltui.bench.shapes import AttentionCase, ConvCase, GemmCase, RnnCase, cases
 
 
 def test_headline_gemm_mixed_and_fp32():
@@ -55,3 +55,21 @@ def test_rnn_fwd_has_a_rate_fwd_bwd_only_a_time():
 def test_ratio_is_ours_over_theirs():
     assert ratio(Reference(96.6, 2.478), 193.2, 1.239e-3) == pytest.approx(2.0)
     assert ratio(Reference(None, 7.67), None, 3.835e-3) == pytest.approx(2.0)  # time ratio
+
+
+def test_attention_compares_with_flashattentions_h100_figures():
+    quick = {case.label: case for case in cases("quick", "attention")}
+    forward = lookup("attention", quick["b8 h16 s2048 d128"], "bf16", "fwd")
+    assert forward == Reference(625.0, None)
+    causal = AttentionCase(4, 16, 4096, 128, causal=True)
+    assert lookup("attention", causal, "fp16", "fwd") == Reference(579.0, None)
+    both = AttentionCase(1, 16, 16_384, 128, causal=False)
+    assert lookup("attention", both, "bf16", "fwd+bwd") == Reference(338, None)
+    # Not the paper's: head dim 64, fp32, another batch.
+    assert lookup("attention", quick["b8 h32 s2048 d64"], "bf16", "fwd") is None
+    assert lookup("attention", quick["b8 h16 s2048 d128"], "fp32", "fwd") is None
+    assert lookup("attention", AttentionCase(2, 16, 2048, 128, False), "bf16",
+                            "fwd") is None  # fmt: skip
+    assert reference_gpu("attention").startswith("H100")
+    assert reference_gpu("gemm") == "V100"
+    assert "torchtitan" in published_mfu() and "Megatron" in published_mfu()

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from dltui.bench.training import run_models
-from dltui.plans.names import MODELS
+from dltui.plans.names import CNN_MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.messages import ModelPlan, ModelResult
 from tests.conftest import ROOT, SLOW, require
@@ -55,7 +55,7 @@ SWEPT = "googlenet"
 rank process fewer of each framework (TensorFlow's import alone is ~6 s of CPU)."""
 
 
-@pytest.mark.parametrize("model", [model for model in MODELS if model != SWEPT])
+@pytest.mark.parametrize("model", [model for model in CNN_MODELS if model != SWEPT])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_model_trains_and_reports_its_throughput(framework, model):
     require(framework)

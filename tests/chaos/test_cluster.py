@@ -15,20 +15,10 @@ from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
 from dltui.userfiles import load_secret
 from tests.conftest import ROOT, dltui_command, require, wait_until
-from tests.netns import Cluster, unavailable
+from tests.netns import unavailable
 
 REASON = unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-
-
-@pytest.fixture
-def cluster(tmp_path, secret_file):
-    cluster = Cluster(2, tmp_path / "cluster")
-    try:
-        cluster.start_agents("--secret-file", str(secret_file))
-        yield cluster
-    finally:
-        cluster.down()
 
 
 def test_all_reduce_across_two_hosts(cluster, secret_file, tmp_path):

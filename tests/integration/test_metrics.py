@@ -20,8 +20,16 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from dltui.protocol.fields import THROTTLE_REASONS
-from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
-from dltui.protocol.metric_names import gpu_metric, host_metric
+from dltui.protocol.messages import (
+    JobEnd,
+    JobResult,
+    ModelPlan,
+    ModelResult,
+    Run,
+    Sample,
+    Subscribe,
+)
+from dltui.protocol.metric_names import gpu_metric, host_metric, model_points
 from tests.agents import (
     OPENMETRICS,
     TINY,
@@ -134,6 +142,34 @@ async def test_benchmark_results_and_progress_are_metrics(agent_factory):
     }
     assert one(series, "dltui_jobs_ended_total", state="done") == 1.0
     assert one(series, "dltui_job_running") == 0.0
+
+
+async def test_a_gpt_runs_tokens_per_second_is_a_metric(agent_factory):
+    require("torch")
+    from tests.integration.test_jobs import until
+
+    agent = agent_factory("--metrics", "127.0.0.1:0")
+    url = metrics_url(agent)
+    client, _ = await connect(agent.address)
+    plan = ModelPlan(models=["gpt-tiny"], device="cpu", warmup=1, steps=3)
+    await client.stream.send(Run(1, "job1", models=plan))
+    seen: list = []
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
+    await client.close()
+    assert end.state == "done", end.error
+    (result,) = [m.model for m in seen if isinstance(m, JobResult) and m.model]
+    series, _ = scrape(url)
+    labels = {"case": "gpt-tiny", "device": "cpu", "framework": "torch", "gpus": "1"}
+    assert one(series, "dltui_train_tokens_per_second", **labels) == result.tokens_per_s
+    assert not pick(series, "dltui_train_images_per_second", case="gpt-tiny")
+    assert not pick(series, "dltui_train_mfu_ratio")  # a CPU has no dense 16-bit peak
+
+
+def test_mfu_is_a_metric_where_the_run_has_one():
+    result = ModelResult("gpt-1.3b", "torch", "cuda", "bf16", 8, 16, seq_len=2048,
+                         tokens_per_s=523e3, mfu=0.6, peak_tflops=989.0)  # fmt: skip
+    points = {spec.name: value for spec, _, value in model_points("h200", result)}
+    assert points == {"dltui_train_tokens_per_second": 523e3, "dltui_train_mfu_ratio": 0.6}
 
 
 async def test_sampling_follows_its_consumers(agent_factory):

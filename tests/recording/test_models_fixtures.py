@@ -83,4 +83,4 @@ def test_the_demo_pair_shares_a_training_configuration():
     from dltui.fleet.compare import model_row
 
     shared = {model_row(r)[0] for r in runs(H200)} & {model_row(r)[0] for r in runs(CPU)}
-    assert shared == {("model", "torch", "alexnet", "bf16", 512, 224, "synthetic")}
+    assert shared == {("model", "torch", "alexnet", "bf16", 512, 224, "synthetic", None, None)}

@@ -4,6 +4,7 @@ agent, shows a bar per server, and its results land in the results view."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 from textual.widgets import Input, RadioButton, SelectionList
@@ -151,3 +152,34 @@ async def test_a_training_plan_from_a_file_runs_and_its_figures_show(tmp_path) -
             pilot, r"googlenet fp32 batch 2 32px\s+[\d.,]+ img/s\s+[\d.,]+ img/s"
         )
         assert f"{host} · 1 proc" in text and f"{host} · 2 procs" in text
+
+
+async def test_a_transformer_plan_shows_tokens_mfu_and_the_attention_backend(tmp_path) -> None:
+    require("torch")
+    plan = tmp_path / "transformers.toml"
+    plan.write_text(
+        '[kernels]\nkinds = ["attention"]\nshape_set = "tiny"\ndevice = "cpu"\n'
+        'precisions = ["fp32"]\niterations = 5\nmax_seconds = 0.2\n\n'
+        '[models]\nmodels = ["gpt-tiny"]\ndevice = "cpu"\nsteps = 3\nwarmup = 1\n'
+    )
+    app = create_app([parse_target("local")])
+    async with app.run_test(size=(150, 40)) as pilot:
+        launcher = await open_launcher(pilot)
+        launcher.query_one("#plan-file", Input).value = str(plan)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.bench_run is not None)
+        run = app.bench_run
+        await wait_until(pilot, lambda: run.state != "running", timeout=180)
+        assert run.state == "done", run.failures
+        jobs = list(app.fleet.servers["local"].jobs.values())
+        await wait_until(pilot, lambda: sum(len(j.model_results) for j in jobs) == 1)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        # The GPT row counts tokens (a CPU has no dense peak: no MFU); attention names the
+        # backend its search chose.
+        text = await wait_for_text(pilot, r"gpt-tiny fp32 batch 16 seq 64 ddp\s+[\d,]+ tok/s")
+        assert "MFU" not in text
+        assert re.search(r"attention b2 h2 s64 d32 fwd fp32 +[\d.]+ GFLOP/s ±[\d.]+% ×\d+ "
+                         r"(flash|math)", text)  # fmt: skip
+        await pilot.press("p")
+        text = await wait_for_text(pilot, r"gpt-tiny .* ×1 proc .* tok/s")

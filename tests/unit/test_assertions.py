@@ -114,3 +114,15 @@ def test_a_plan_file_takes_an_assert_table(tmp_path) -> None:
     path.write_text('[assert]\ngemm = "tflops>=1"\n')
     with pytest.raises(PlanError, match="has no"):
         load_plan_file(path)
+
+
+def test_a_gpt_run_is_held_to_its_mfu_and_tokens_per_second():
+    from dltui.plans.assertions import cases, failures, parse_assertion
+    from dltui.protocol.messages import ModelResult
+
+    run = ModelResult("gpt-1.3b", "torch", "cuda", "bf16", 8, 16, seq_len=2048,
+                      tokens_per_s=4.0e5, mfu=0.46)  # fmt: skip
+    found = cases([], [("h200", run)], None)
+    lines = failures([parse_assertion("mfu>=0.6 model=gpt-1.3b")], found)
+    assert len(lines) == 1 and "0.46" in lines[0]
+    assert not failures([parse_assertion("tokens_per_s>=300000")], found)

@@ -20,8 +20,10 @@ from dltui.protocol.messages import (
     JobProgress,
     JobResult,
     KernelPlan,
+    KernelResult,
     Link,
     MigSample,
+    ModelResult,
     Ping,
     Pong,
     Run,
@@ -143,3 +145,23 @@ def test_a_samples_wire_map_is_the_generic_one_built_faster():
     assert to_wire(SAMPLE) == generic
     assert list(to_wire(SAMPLE)) == list(generic)  # the same order of keys, the same bytes
     assert msgpack.packb(to_wire(SAMPLE)) == msgpack.packb(generic)
+
+
+def test_transformer_results_round_trip_and_older_results_still_decode():
+    gpt = ModelResult("gpt-1.3b", "torch", "cuda", "bf16", 8, 16, image_size=0, seq_len=2048,
+                      tokens_per_s=5.2e5, mfu=0.61, peak_tflops=989.0, parallel="fsdp",
+                      peak_memory=90 << 30, losses=[10.9, 7.2, 3.1])  # fmt: skip
+    attention = KernelResult("attention", "torch", "cuda:0", "bf16", "fwd+bwd",
+                             "b4 h16 s4096 d128 causal", tflops=540.0, backend="flash")  # fmt: skip
+    for result in (gpt, attention):
+        message = JobResult.of("job", result)
+        assert from_wire(msgpack.unpackb(msgpack.packb(to_wire(message)))) == message
+    # A result from before these fields: every one of them takes its default.
+    cnn = {"model": "resnet50", "framework": "torch", "device": "cuda", "precision": "bf16",
+           "gpus": 1, "batch": 256, "images_per_s": 7e3}  # fmt: skip
+    old = {"type": "result", "job": "j", "model": cnn}
+    decoded = from_wire(old)
+    assert isinstance(decoded, JobResult) and decoded.model is not None
+    assert (decoded.model.tokens_per_s, decoded.model.mfu, decoded.model.losses) == (None, None, [])
+    with pytest.raises(ProtocolError, match="mfu"):
+        from_wire({**old, "model": {**old["model"], "mfu": "61%"}})

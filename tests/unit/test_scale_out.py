@@ -52,7 +52,7 @@ def test_tensorflow_runs_one_worker_per_server():
 @pytest.mark.parametrize(
     ("plan", "words"),
     [
-        (replace(PLAN, kinds=["gemm", "allreduce"]), "only all-reduce"),
+        (replace(PLAN, kinds=["gemm", "allreduce"]), "only the collectives"),
         (replace(PLAN, framework="tensorflow"), "every worker's address"),
         (
             replace(PLAN, framework="tensorflow", cluster=ClusterRole("a", 1, 0, 1, 1, ["a:x"])),

@@ -9,7 +9,7 @@ from dltui.bench.shapes import cases
 from dltui.bench.suite import DIRECTIONS
 from dltui.formatting import duration_words, size_words
 from dltui.plans import sizing
-from dltui.plans.names import KINDS, SHAPE_SETS
+from dltui.plans.names import COLLECTIVES, KINDS, SHAPE_SETS
 from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
 
 
@@ -25,7 +25,7 @@ def test_the_counts_are_what_the_engine_runs(shape_set: str, gpus: int) -> None:
         plan = KernelPlan(shape_set=shape_set, kinds=[kind], precisions=["fp32", "bf16"])
         if kind == "bandwidth":
             expected = len(cases(shape_set, kind, gpus))
-        elif kind == "allreduce":
+        elif kind in COLLECTIVES:
             expected = len(cases(shape_set, kind))
         else:
             expected = len(cases(shape_set, kind)) * len(DIRECTIONS[kind]) * 2

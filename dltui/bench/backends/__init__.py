@@ -14,8 +14,9 @@ from dltui.bench.shapes import Case
 from dltui.bench.timing import Budget, Timing
 from dltui.protocol.messages import KernelPlan
 
-DEEPBENCH_ITERATIONS = {"gemm": 400, "conv": 300, "rnn": 100, "bandwidth": 100}
-"""DeepBench's timed calls per kernel (bandwidth: ours, a 1 GiB copy takes ~20 ms on PCIe)."""
+DEEPBENCH_ITERATIONS = {"gemm": 400, "conv": 300, "rnn": 100, "attention": 100, "bandwidth": 100}
+"""DeepBench's timed calls per kernel (bandwidth and attention: ours, a 1 GiB copy takes ~20 ms
+on PCIe; DeepBench has no attention)."""
 ENERGY_RUN_S = 0.6
 """The sustained run a plan with energy adds to each compute case: room for two updates of
 the H200's energy counter (every 100 ms) at least 0.4 s apart, whatever its phase."""
@@ -25,6 +26,7 @@ GPU_WARMUP = 5
 """DeepBench warms up once; a GPU gets a few more for cuDNN's algorithm search, the caching
 allocator and clocks that ramp up."""
 CPU_WARMUP = 1
+COMPUTE_KINDS = ("gemm", "conv", "rnn", "attention")
 SIXTEEN_BIT = ("fp16", "bf16", "mixed")
 """Precisions whose inputs are 16-bit (mixed: 16-bit in, 32-bit accumulation)."""
 
@@ -64,6 +66,8 @@ class Measurement:
     timing: Timing
     layout: str | None = None
     """The memory layout that won the search (convolutions: "nchw" or "nhwc")."""
+    backend: str | None = None
+    """The implementation that won the search (attention: "flash", "cudnn", …)."""
 
 
 def budget_for(plan: KernelPlan, kind: str, on_gpu: bool) -> Budget:
@@ -74,7 +78,7 @@ def budget_for(plan: KernelPlan, kind: str, on_gpu: bool) -> Budget:
         warmup=default_warmup if plan.warmup is None else max(1, plan.warmup),
         iterations=plan.iterations or DEEPBENCH_ITERATIONS[kind],
         max_seconds=plan.max_seconds,
-        sustain_s=ENERGY_RUN_S if plan.energy and kind in ("gemm", "conv", "rnn") else 0.0,
+        sustain_s=ENERGY_RUN_S if plan.energy and kind in COMPUTE_KINDS else 0.0,
     )
 
 

@@ -67,7 +67,7 @@ class TensorFlowBackend:
             else:
                 raise Unsupported(
                     f"{case.label} is measured with the torch backend (TensorFlow offers no "
-                    "control over pinned or pageable host buffers)"
+                    "choice of attention kernel, nor of pinned or pageable host buffers)"
                 )
             # The read-back is the device sync, so it belongs inside the timed step.
             found = timing.time_step(

@@ -20,7 +20,7 @@ from typing import Any
 from dltui.bench import timing
 from dltui.bench.backends import Measurement, Settings, Unsupported
 from dltui.bench.energy import open_meter
-from dltui.bench.shapes import BandwidthCase, Case, ConvCase, GemmCase, RnnCase
+from dltui.bench.shapes import AttentionCase, BandwidthCase, Case, ConvCase, GemmCase, RnnCase
 from dltui.bench.timing import Budget, Step, Timing
 
 _DTYPES = {
@@ -32,7 +32,13 @@ RECOVER_S = 0.5
 would start throttled (a 4096³ GEMM read 712 TFLOP/s after a 0.1 s rest, 781 after 0.5 s).
 Before ordinary cases a rest buys nothing measurable (docs/results/kernels-h200.md)."""
 SEARCH_SECONDS = 0.05
-"""Each layout's trial in a convolution's search: a handful of 2 ms samples of device time."""
+"""Each layout's (or backend's) trial in a search: a handful of 2 ms samples of device time."""
+ATTENTION_BACKENDS = {
+    "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+    "math": "MATH",
+}  # fmt: skip
+"""scaled_dot_product_attention's implementations (torch.nn.attention.SDPBackend's names): an
+attention case tries each and times the fastest, as a convolution searches its algorithms."""
 
 
 class TorchBackend:
@@ -63,6 +69,8 @@ class TorchBackend:
         dtype = set_precision(torch, settings.precision)
         searched = settings.tuning == "searched"
         self._set_cudnn(searched)
+        if isinstance(case, AttentionCase):
+            return self._attention(case, direction, dtype, budget, searched)
         if isinstance(case, ConvCase):
             layouts = LAYOUTS if searched else ("nchw",)
             steps = {
@@ -93,9 +101,36 @@ class TorchBackend:
             time.sleep(RECOVER_S)
         return found
 
+    def _attention(
+        self, case: AttentionCase, direction: str, dtype: Any, budget: Budget, searched: bool
+    ) -> Measurement:
+        """Every backend that takes the case (or PyTorch's own choice, unsearched), the
+        fastest timed and named. Inputs are normal values: zeros would make a softmax of
+        equal weights whatever the kernel."""
+        torch = self._torch
+        if not searched:
+            step = attention_step(torch, case, direction, dtype, self.device, None)
+            return Measurement(self._time(step, budget))
+        steps: dict[str, Step] = {}
+        refused: list[str] = []
+        for name in ATTENTION_BACKENDS:
+            step = attention_step(torch, case, direction, dtype, self.device, name)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # each refusal warns why, then raises
+                    step()
+            except RuntimeError as exc:  # "No available kernel": this backend cannot
+                refused.append(f"{name}: {str(exc).splitlines()[0][:80]}")
+                continue
+            steps[name] = step
+        if not steps:
+            raise Unsupported("no attention backend takes this case; " + "; ".join(refused))
+        best = self._fastest(steps, budget) if len(steps) > 1 else next(iter(steps))
+        return Measurement(self._time(steps[best], budget), backend=best)
+
     def _fastest(self, steps: dict[str, Step], budget: Budget) -> str:
-        """The layout whose short trials (after its own algorithm search) run fastest: two
-        rounds, the layouts in turn, so a clock that drops during one trial hurts both."""
+        """The layout (or backend) whose short trials (after its own algorithm search) run
+        fastest: two rounds, in turn, so a clock that drops during one trial hurts all."""
         seconds = min(budget.max_seconds, SEARCH_SECONDS)
         trial = replace(budget, iterations=1, max_seconds=seconds, sustain_s=0.0)
         capture = cuda_graph(self._torch) if self.on_gpu else None
@@ -240,6 +275,39 @@ def rnn_step(
         return torch.autograd.grad(out, wrt, dy)
 
     return forward_backward
+
+
+def attention_step(
+    torch: Any, case: AttentionCase, direction: str, dtype: Any, device: str, backend: str | None
+) -> Step:
+    """scaled_dot_product_attention on batch × heads × seq × head_dim inputs, through one
+    backend (None: PyTorch's choice). fwd runs without autograd, as FlashAttention's forward
+    benchmark; fwd+bwd adds the gradients of q, k and v from a ready output gradient."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    shape = (case.batch, case.heads, case.seq, case.head_dim)
+    training = direction == "fwd+bwd"
+    if direction not in ("fwd", "fwd+bwd"):
+        raise ValueError(f"no attention pass {direction!r}")
+    q, k, v = (values(torch, shape, dtype, device, "normal").requires_grad_(training)
+               for _ in range(3))  # fmt: skip
+    attend = torch.nn.functional.scaled_dot_product_attention
+
+    def forward() -> Any:
+        if backend is None:
+            return attend(q, k, v, is_causal=case.causal)
+        with sdpa_kernel([getattr(SDPBackend, ATTENTION_BACKENDS[backend])]):
+            return attend(q, k, v, is_causal=case.causal)
+
+    if not training:
+        return lambda: _without_grad(torch, forward)
+    dout = values(torch, shape, dtype, device, "normal")
+    return lambda: torch.autograd.grad(forward(), (q, k, v), dout)
+
+
+def _without_grad(torch: Any, step: Step) -> object:
+    with torch.no_grad():
+        return step()
 
 
 def copy_buffers(torch: Any, case: BandwidthCase) -> tuple[Any, Any, int]:

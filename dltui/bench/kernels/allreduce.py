@@ -1,9 +1,11 @@
-"""All-reduce bandwidth through the frameworks' own collective engines, at DeepBench's sizes.
+"""Collective bandwidth through the frameworks' own engines: all-reduce at DeepBench's sizes,
+all-gather, reduce-scatter, all-to-all and broadcast at nccl-tests' (kernels/collectives.py).
 
-torch.distributed (NCCL on GPUs, Gloo on CPU processes) and tf.distribute.MirroredStrategy move
-the data; this module starts the ranks, times the collective and reports nccl-tests' algbw and
-busbw. Each rank is a child process (`python -m dltui.bench.kernels.allreduce_process`), so a crash
-takes nothing else down and TensorFlow sets up its logical devices in a fresh interpreter. A
+torch.distributed (NCCL on GPUs, Gloo on CPU processes) and, for all-reduce,
+tf.distribute.MirroredStrategy move the data; this module starts the ranks, times the
+collective and reports nccl-tests' algbw and busbw. Each rank is a child process
+(`python -m dltui.bench.kernels.allreduce_process`), so a crash takes nothing else down and
+TensorFlow sets up its logical devices in a fresh interpreter. A
 child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
 stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
 the topology joins best (bench/placement.py), and its results say which.
@@ -17,10 +19,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.kernels.collectives import elements, prepare
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
     OnProgress,
@@ -31,7 +33,7 @@ from dltui.bench.ranks import (
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
-from dltui.plans.formulas import allreduce_busbw, gbps, median, spread
+from dltui.plans.formulas import collective_busbw, gbps, median, spread
 from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.messages import ClusterRole, KernelPlan, KernelResult
 
@@ -51,6 +53,8 @@ class AllReduceJob:
     ranks: int
     """Torch: the world size. TensorFlow: replicas, 0 for every GPU or 2 CPU devices."""
     floats: list[int]
+    ops: list[str]
+    """Each size's collective (plans/names.COLLECTIVES); TensorFlow times all-reduce only."""
     warmup: int | None
     """None: the backends' default for the device the rank finds itself on."""
     iterations: int
@@ -74,8 +78,11 @@ def run_allreduce(
     on_result: Callable[[KernelResult], None],
     on_progress: OnProgress,
     should_stop: ShouldStop,
+    ops: list[str] | None = None,
 ) -> None:
-    """Time a SUM all-reduce of float32 for each case and report one KernelResult per size.
+    """Time a collective of float32 for each case, `ops` saying which for each (a SUM
+    all-reduce where it is None), and report one KernelResult per case. Every case runs in
+    one group of ranks: meeting the peers costs seconds, a case milliseconds.
 
     Failures do not raise: when a rank reports an exception, exits, or stays silent past the
     timeout, every rank is stopped and each size not measured yet gets a KernelResult whose
@@ -95,8 +102,9 @@ def run_allreduce(
             problem = str(error)
     if role is not None:
         ranks = role.world
+    ops = ops or ["allreduce"] * len(cases)
     job = AllReduceJob(
-        plan.framework, device, ranks, [case.floats for case in cases], plan.warmup,
+        plan.framework, device, ranks, [case.floats for case in cases], ops, plan.warmup,
         plan.iterations or DEFAULT_ITERATIONS, plan.max_seconds, STARTUP_S + 10 * plan.max_seconds,
         role.servers if role is not None else 1,
     )  # fmt: skip
@@ -104,13 +112,13 @@ def run_allreduce(
     if placement is not None:
         on_result = placement.mark(on_result)
     if problem is not None:
-        for case in cases:
-            on_result(allreduce_result(job, case, device, ranks, error=problem))
+        for op, case in zip(ops, cases, strict=True):
+            on_result(allreduce_result(job, op, case, device, ranks, error=problem))
         return
     with local_rendezvous() as here:
         commands = _rank_commands(plan, job, role, ranks, here)
         silence_s = job.timeout_s + STARTUP_S
-        labels = [case.label for case in cases]
+        labels = [f"{op} {case.label}" for op, case in zip(ops, cases, strict=True)]
         reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
         env = placement.env if placement is not None else None
         measured, failure = supervise(
@@ -118,8 +126,8 @@ def run_allreduce(
             KernelResult, env,
         )  # fmt: skip
     if failure is not None:
-        for case in cases[measured:]:
-            on_result(allreduce_result(job, case, device, ranks, error=failure))
+        for op, case in list(zip(ops, cases, strict=True))[measured:]:
+            on_result(allreduce_result(job, op, case, device, ranks, error=failure))
 
 
 def _rank_commands(
@@ -191,20 +199,24 @@ def _command(job: AllReduceJob, *rank_args: str) -> list[str]:
 
 def allreduce_result(
     job: AllReduceJob,
+    op: str,
     case: AllReduceCase,
     device: str,
     ranks: int,
     times: list[float] | None = None,
     error: str | None = None,
 ) -> KernelResult:
-    """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error."""
+    """nccl-tests' figures from per-iteration times (algbw = bytes ÷ median), or an error. The
+    case is as moved: a split collective's size a multiple of the ranks."""
+    if ranks:
+        case = AllReduceCase(elements(op, case.floats, ranks))
     span = {"servers": job.servers} if job.servers > 1 else {}
     result = KernelResult(
-        kind="allreduce",
+        kind=op,
         framework=job.framework,
         device=device,
         precision="fp32",
-        direction="allreduce",
+        direction=op,
         shape=f"{case.label} ×{ranks}" if ranks else case.label,
         params={**case.params, "ranks": ranks, **span} if ranks else case.params,
         error=error,
@@ -213,7 +225,7 @@ def allreduce_result(
         return result
     middle = median(times)
     algbw = gbps(case.nbytes, middle)
-    busbw = allreduce_busbw(algbw, ranks)
+    busbw = collective_busbw(op, algbw, ranks)
     return replace(result, iterations=len(times), median_s=middle, spread_s=spread(times),
                    min_s=min(times), gbps=algbw, busbw_gbps=busbw)  # fmt: skip
 
@@ -260,9 +272,10 @@ def allreduce_rank(
     """One torch.distributed rank; rank 0 reports. A multi-server run starts one per GPU, with
     rank 0's address as rendezvous (`master`) and `local_rank` the GPU's index on its host.
 
-    Each size: one all-reduce of rank+1 checked against the exact sum, warm-up, then timed
-    iterations (CUDA events on GPUs; on CPU, Gloo's all_reduce returns when done). A collective
-    is as fast as its slowest rank, so each iteration's time is the maximum over ranks.
+    Each size: one call checked against what it must give (kernels/collectives.py), warm-up,
+    then timed iterations (CUDA events on GPUs; on CPU, Gloo's calls return when done). A
+    collective is as fast as its slowest rank, so each iteration's time is the maximum over
+    ranks.
     """
     os.environ.update(MULTICAST_OFF)
     import torch
@@ -284,17 +297,16 @@ def allreduce_rank(
         return torch.cuda.Event(enable_timing=True)
 
     try:
-        for floats in job.floats:
+        for op, floats in zip(job.ops, job.floats, strict=True):
             if slowest([float(should_stop())])[0]:
                 break  # any rank asked: all stop at the same size
-            buffer = torch.full((floats,), float(rank + 1), dtype=torch.float32, device=device)
-            dist.all_reduce(buffer)
-            expected = world * (world + 1) / 2
-            if not bool((buffer == expected).all()):
-                low, high = buffer.min().item(), buffer.max().item()
-                raise RuntimeError(f"all-reduce gave {low}..{high}, expected {expected}")
-            buffer.zero_()  # timed on zeros: repeated sums stay finite, no data-dependent speed
-            step = partial(dist.all_reduce, buffer)
+            prepared = prepare(torch, op, floats, rank, world, device)
+            prepared.step()
+            wrong = prepared.check()
+            if wrong is not None:
+                raise RuntimeError(wrong)
+            prepared.reset()
+            step = prepared.step
             count = timed_count(step, sync, job.budget(on_gpu), slowest)
             if on_gpu:
                 events = [(event(), event()) for _ in range(count)]
@@ -311,7 +323,8 @@ def allreduce_rank(
                 cpu_s = (time.process_time() - began) / count
             times = slowest(times)
             if rank == 0:
-                result = allreduce_result(job, AllReduceCase(floats), job.device, world, times)
+                case = AllReduceCase(floats)
+                result = allreduce_result(job, op, case, job.device, world, times)
                 on_result(replace(result, cpu_s=cpu_s))
     finally:
         dist.destroy_process_group()

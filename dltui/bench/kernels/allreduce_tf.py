@@ -96,7 +96,8 @@ def tensorflow_allreduce(
         times = _timed(step, job.budget(bool(gpus)), agree)
         if task == 0:
             device = "cuda" if gpus else "cpu"
-            on_result(allreduce_result(job, AllReduceCase(floats), device, replicas, times))
+            case = AllReduceCase(floats)
+            on_result(allreduce_result(job, "allreduce", case, device, replicas, times))
 
 
 def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:

@@ -7,6 +7,7 @@ their framework at call time, in the worker's rank processes only.
 
 from __future__ import annotations
 
+from dltui.plans import gpt
 from dltui.plans.sizing import CPU_BATCH
 
 TF_CNN_BATCH = {"resnet50": 64, "vgg16": 64, "googlenet": 32, "alexnet": 512, "resnet20": 128}
@@ -20,6 +21,16 @@ H200_MEMORY = 141 * 10**9
 
 MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67, "resnet20": 16}
 """The smallest image each network takes: AlexNet's three unpadded max-pools need 67 pixels."""
+
+
+SGD_LEARNING_RATE = 0.1
+"""The CNNs': SGD with momentum, for a global batch of 256 (scaled linearly with it)."""
+
+
+def learning_rate(model: str) -> float:
+    """A model's learning rate where the plan gives none: the CNNs' SGD rate, or the GPT
+    model's AdamW rate (GPT-3's for its sizes; a tiny model's larger)."""
+    return gpt.LEARNING_RATE[model] if gpt.is_gpt(model) else SGD_LEARNING_RATE
 
 
 def default_batch(model: str, gpu_memory: int | None) -> int:

@@ -1,4 +1,6 @@
 """Training throughput: each (model, GPU count) of a model plan is one run of rank processes.
+The CNNs report images/s; the GPT models (plans/gpt.py) tokens/s, MFU and their loss, and
+train with DDP or FSDP as the plan says.
 
 PyTorch runs one process per GPU (DDP over NCCL; Gloo between CPU processes), TensorFlow one
 process per server (MirroredStrategy over its GPUs; MultiWorkerMirroredStrategy across
@@ -15,11 +17,12 @@ import os
 import sys
 from dataclasses import asdict, dataclass, replace
 
-from dltui.bench.models import MIN_IMAGE
+from dltui.bench.models import MIN_IMAGE, learning_rate
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, local_rendezvous, supervise
-from dltui.bench.reference import published_training
+from dltui.bench.reference import published_mfu, published_training
 from dltui.plans.check import PlanError
+from dltui.plans.gpt import is_gpt
 from dltui.plans.names import CPU_RANKS
 from dltui.protocol.messages import ModelPlan, ModelResult
 
@@ -57,6 +60,10 @@ class TrainJob:
     """Rendezvous and collective timeout: a rank whose peer vanished fails, never hangs."""
     compile_mode: str = "default"
     """torch.compile's mode; benchmarks/train_tuning.py tries the others."""
+    seq_len: int | None = None
+    """GPT models: tokens per sequence; None: decided by the rank."""
+    parallel: str = "ddp"
+    """GPT models: "ddp" or "fsdp" (full sharding)."""
 
 
 def label(job: TrainJob) -> str:
@@ -72,7 +79,7 @@ def run_models(
     """Every model on every GPU count of the plan, in order, a ModelResult each (with an
     `error` where a run failed: the others go on)."""
     for model in plan.models:
-        if plan.image_size < MIN_IMAGE[model]:
+        if not is_gpt(model) and plan.image_size < MIN_IMAGE[model]:
             raise PlanError(f"{model} needs images of at least {MIN_IMAGE[model]} pixels")
     runs = [(model, gpus) for model in plan.models for gpus in plan.gpus]
     for done, (model, gpus) in enumerate(runs):
@@ -134,8 +141,9 @@ def _job(plan: ModelPlan, model: str, gpus: int) -> TrainJob:
     return TrainJob(
         plan.framework, model, plan.device, replicas, role.servers if role else 1, plan.batch,
         plan.precision, plan.channels_last, plan.compile, plan.warmup, plan.steps,
-        plan.image_size, plan.classes, plan.learning_rate, plan.data_dir, plan.target_accuracy,
-        plan.holdout, plan.max_epochs, plan.timeout_s,
+        plan.image_size, plan.classes, plan.learning_rate or learning_rate(model),
+        plan.data_dir, plan.target_accuracy, plan.holdout, plan.max_epochs, plan.timeout_s,
+        seq_len=plan.seq_len, parallel=plan.parallel,
     )  # fmt: skip
 
 
@@ -184,6 +192,8 @@ def _commands(plan: ModelPlan, job: TrainJob, here: str) -> tuple[list[list[str]
 
 
 def _with_reference(result: ModelResult) -> ModelResult:
+    if result.mfu is not None:  # a GPT run on a GPU whose peak is known
+        return replace(result, reference=published_mfu())
     found = published_training(result.model, result.gpus, result.servers)
     if found is None or result.data != "synthetic" or result.device != "cuda":
         return result  # the published figures are GPUs' on synthetic data
@@ -194,5 +204,6 @@ def _failed(job: TrainJob, reason: str, gpus: int) -> ModelResult:
     return ModelResult(
         model=job.model, framework=job.framework, device=job.device, servers=job.servers,
         precision=job.precision or "", gpus=gpus, batch=job.batch or 0,
-        image_size=job.image_size, error=reason,
+        image_size=0 if is_gpt(job.model) else job.image_size, error=reason,
+        seq_len=job.seq_len, parallel=job.parallel if is_gpt(job.model) else None,
     )  # fmt: skip

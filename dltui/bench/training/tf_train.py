@@ -1,6 +1,7 @@
 """A TensorFlow training process: one per server, its GPUs (or CPU devices) as replicas of a
 tf.distribute strategy (bench/tf_strategy.py), Keras models (bench/models/keras_zoo.py), SGD
 with momentum, Keras mixed precision for 16-bit (loss scaling for fp16) and XLA where asked.
+A GPT model trains in tf_gpt_train.py.
 
 XLA compiles the forward and backward pass of one replica; the optimizer applies the
 all-reduced gradients outside it, since cross-replica collectives cannot sit inside an XLA
@@ -24,8 +25,10 @@ from dltui.bench.training.settings import (
     Settings,
     accuracy_result,
     resolve,
+    resolve_gpt,
     throughput_result,
 )
+from dltui.plans.gpt import is_gpt
 from dltui.protocol.messages import ModelResult
 
 POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
@@ -41,6 +44,9 @@ def train(
     """Across servers, `workers` is every server's HOST:PORT and `task` this one's index."""
     tf, gpus = tf_strategy.start(job.device, workers, task)
     tf.keras.utils.set_random_seed(0)  # the same initial weights on every run
+    if is_gpt(job.model):
+        _train_gpt(tf, job, gpus, report, should_stop, workers, task)
+        return
     settings = resolve(job, _gpu_memory() if gpus else None)
     if not gpus and not settings.channels_last:
         raise ValueError("TensorFlow convolves channels-first only on GPUs")
@@ -49,6 +55,28 @@ def train(
     strategy = tf_strategy.choose(tf, job.replicas, gpus, bool(workers))
     trainer = _Trainer(tf, job, settings, strategy, report, should_stop)
     result = trainer.to_accuracy() if job.data_dir else trainer.throughput()
+    if result is not None and task == 0:
+        report.result(result)
+
+
+def _train_gpt(
+    tf: Any,
+    job: TrainJob,
+    gpus: list[Any],
+    report: Reporter,
+    should_stop: ShouldStop,
+    workers: list[str] | None,
+    task: int,
+) -> None:
+    """A GPT model, data-parallel over the strategy's replicas (tf_gpt_train.py)."""
+    from dltui.bench.training import tf_gpt_train
+
+    gpu = _first_gpu() if gpus else None
+    settings = resolve_gpt(job, gpu[1] if gpu else None, 1)
+    tf.keras.mixed_precision.set_global_policy(POLICIES.get(settings.precision, "float32"))
+    strategy = tf_strategy.choose(tf, job.replicas, gpus, bool(workers))
+    name = gpu[0] if gpu else None
+    result = tf_gpt_train.throughput(tf, job, settings, strategy, report, should_stop, name)
     if result is not None and task == 0:
         report.result(result)
 
@@ -211,12 +239,20 @@ class _Trainer:
 
 def _gpu_memory() -> int | None:
     """The first GPU's memory, from NVML (TensorFlow does not say before it allocates)."""
+    found = _first_gpu()
+    return found[1] if found else None
+
+
+def _first_gpu() -> tuple[str, int] | None:
+    """The first GPU's name and memory, from NVML; None where it does not say."""
     from dltui.telemetry.nvml import NvmlGateway
 
     gateway = NvmlGateway()
     gateway.open()
     try:
         gpus = gateway.gpus
-        return gpus[0].memory_total if gpus and gpus[0].memory_total else None
+        if not gpus or not gpus[0].memory_total:
+            return None
+        return gpus[0].name, gpus[0].memory_total
     finally:
         gateway.close()

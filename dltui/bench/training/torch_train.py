@@ -1,6 +1,6 @@
 """A PyTorch training rank: one process per GPU, DDP when there are several (NCCL between GPUs,
 Gloo between CPU processes), SGD with momentum, autocast for 16-bit precisions, channels-last
-and torch.compile where asked.
+and torch.compile where asked. A GPT model's rank trains in torch_gpt_train.py.
 
 Synthetic data is one batch of random images made on the device and reused every step, as
 tf_cnn_benchmarks does, so input never limits the figure. Each timed step sits between CUDA
@@ -28,7 +28,9 @@ from dltui.bench.training.settings import (
     resolve,
     throughput_result,
 )
+from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans.formulas import median
+from dltui.plans.gpt import is_gpt
 from dltui.protocol.messages import ModelResult, StepProfile
 
 PROFILED_STEPS = 3
@@ -54,23 +56,27 @@ def train(
         raise RuntimeError("PyTorch sees no CUDA GPU")
     if on_gpu:
         device = torch.device("cuda", local_rank)
-        settings = resolve(job, torch.cuda.get_device_properties(device).total_memory)
         torch.cuda.set_device(device)
         torch.backends.cudnn.benchmark = True  # cuDNN picks the fastest algorithm per shape
     else:
         device = torch.device("cpu")
-        settings = resolve(job, None)
         # The CPUs this host lets it use, shared by the ranks on this host.
         torch.set_num_threads(max(1, usable_cpus() // max(1, world // job.servers)))
-    tf32 = settings.precision == "tf32"  # fp32 means fp32: TF32 only when asked for
+    tf32 = job.precision == "tf32"  # fp32 means fp32: TF32 only when asked for
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # the same initial weights on every rank (FSDP broadcasts none)
     if world > 1:
         join_process_group(device, master, rank, world, job.timeout_s)
     try:
-        trainer = _Trainer(torch, job, settings, device, world, report, should_stop)
-        result = trainer.to_accuracy(rank) if job.data_dir else trainer.throughput()
+        result: ModelResult | None
+        if is_gpt(job.model):
+            result = GptTrainer(torch, job, device, rank, world, report, should_stop).throughput()
+        else:
+            memory = torch.cuda.get_device_properties(device).total_memory if on_gpu else None
+            trainer = _Trainer(torch, job, resolve(job, memory), device, world, report,
+                               should_stop)  # fmt: skip
+            result = trainer.to_accuracy(rank) if job.data_dir else trainer.throughput()
         if result is not None and rank == 0:
             report.result(result)
     finally:

@@ -31,7 +31,7 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import aligned, fmt_ratio
+from dltui.formatting import aligned, fmt_ratio, model_figure
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
@@ -50,15 +50,16 @@ def figure_text(cell: Cell, metric: Metric) -> str:
         return cell.missing(metric)
     if metric == "efficiency":
         return f"{value * 100:.1f}%" + (" ⚠ above ideal" if cell.implausible else "")
-    kernel = isinstance(result, KernelResult)
     if metric == "per_watt":
-        return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} img/s/W"
+        kernel = isinstance(result, KernelResult)
+        return f"{value:.3f} TFLOP/s/W" if kernel else f"{value:.2f} {cell.unit(metric)}"
     # The figure in a fixed width, so decimal points line up down a server's column.
     if isinstance(result, KernelResult):
         spread = result.spread_s / result.median_s if result.median_s else 0.0
         unit = "TFLOP/s" if result.tflops is not None else "GB/s" if result.gbps else "/s"
-        return f"{aligned(value)} {unit} ±{spread:.1%} ×{result.iterations:,}"
-    return f"{aligned(value, 6, 1)} img/s"
+        chosen = f" {result.backend}" if result.backend else ""
+        return f"{aligned(value)} {unit} ±{spread:.1%} ×{result.iterations:,}{chosen}"
+    return model_figure(result)
 
 
 def ratio_text(ratio: float | None, noisy: bool = False) -> Text:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import JobView
-from dltui.formatting import images_text, left_words, model_what, rate_text, ratio_text
+from dltui.formatting import left_words, model_figure, model_what, rate_text, ratio_text
 from dltui.tui.widgets.panel import FleetPanel
 
 SHOWN_RESULTS = 12  # the newest; the whole list is in recordings and `dltui bench --json`
@@ -53,7 +53,7 @@ def result_line(job: JobView, width: int, index: int = -1) -> Content | None:
             return Content.assemble(
                 (what[: width // 2], "$text-muted"), " ", (model.error, "$error")
             )
-        figure = f"{images_text(model.images_per_s)} img/s"
+        figure = model_figure(model)
     else:
         return None
     room = max(width - len(figure) - 1, 0)

@@ -13,9 +13,10 @@ from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
 from dltui.formatting import GB, aligned
-from dltui.protocol.messages import KernelResult
+from dltui.plans.scaling import throughput, throughput_unit
+from dltui.protocol.messages import KernelResult, ModelResult
 
-COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img/s", "util %", "tensor %",
+COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img|tok/s", "util %", "tensor %",
            "power W", "PCIe tx GB/s", "PCIe rx GB/s", "NVLink tx GB/s", "NVLink rx GB/s",
            "per W")  # fmt: skip
 """One unit per column (in its heading), each number's decimal point under the others'."""
@@ -42,10 +43,12 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
     elif isinstance(result, KernelResult):
         tflops, gbps = result.tflops, result.gbps
     else:
-        images = result.images_per_s
+        images = throughput(result)
     seconds = _figure(phase.end - phase.start, 3, 3) if phase.end is not None else "…"
     per_watt = phase.per_watt
-    unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "img/s/W"
+    unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "/W"
+    if isinstance(result, ModelResult):
+        unit = throughput_unit(result) + "/W"
     rates = [_figure(t[name] / GB if name in t else None, 3, 3) for name in RATES]
     what = phase.label
     if isinstance(result, KernelResult):
