@@ -4,7 +4,8 @@ explains it (utilization, tensor activity, power, PCIe and NVLink while the case
 third (`T`), each server's wiring beside what it measured over it.
 
 `b` picks the baseline (the published reference, or a column), `m` the metric (throughput,
-per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown.
+per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown,
+`w` opens the what-if screen (predicted layouts of servers × GPUs).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
+from dltui.tui.screens.whatif import WhatIfScreen
 from dltui.tui.widgets.phase_table import PhaseTable
 
 REFRESH_S = 1.0
@@ -89,6 +91,7 @@ class ResultsScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
+        Binding("w", "whatif", "What-if"),
         Binding("c", "tab('compare')", "Compare", show=False),
         Binding("T", "tab('topology')", "Topology", show=False),
     ]
@@ -248,6 +251,9 @@ class ResultsScreen(Screen[None]):
 
     def action_export(self) -> None:
         self.app.push_screen(ExportScreen(self.comparison, self.baseline))
+
+    def action_whatif(self) -> None:
+        self.app.push_screen(WhatIfScreen(self.fleet))
 
     def action_tab(self, tab: str) -> None:
         """Show a tab and put the focus in it (← → move a column in the tables)."""
