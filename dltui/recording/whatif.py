@@ -43,6 +43,11 @@ class WhatIfView:
         return words if self.measured_gbit is not None else f"{words} (none measured)"
 
 
+def images(rate: float) -> str:
+    """Images/s to four figures, whole above a thousand: 1.099, 8.336, 2,188, 2,187,904."""
+    return f"{rate:,.0f}" if rate >= 1000 else f"{rate:.4g}"
+
+
 def profiled_models(kernels: Kernels, models: Models) -> list[str]:
     """The models with a one-GPU step profile in the results, by name."""
     return sorted(gather(kernels, models).workloads)
@@ -112,11 +117,11 @@ def _cells(row: Row) -> list[str]:
     p = row.prediction
     head = [str(p.layout), f"{p.layout.total:,}"]
     measured = row.measured_images_per_s
-    tail = [f"{measured:,.1f}" if measured else "–",
+    tail = [images(measured) if measured else "–",
             f"{row.error:+.1%}" if row.error is not None else "–"]  # fmt: skip
     if p.missing:
         return [*head, f"no prediction: {p.missing}", "", "", "", "", *tail]
     vs_server = row.efficiency_vs_server
-    return [*head, f"{p.step_s * 1e3:.4g} ms", f"{p.images_per_s:,.1f}",
+    return [*head, f"{p.step_s * 1e3:.4g} ms", images(p.images_per_s),
             f"{p.efficiency_vs_gpu:.1%}", f"{vs_server:.1%}" if vs_server else "–",
             f"{p.waiting_share:.0%}", *tail]  # fmt: skip

@@ -10,7 +10,7 @@ from textual import events
 from textual.widgets import DataTable
 
 from dltui.predict.whatif import Row
-from dltui.recording.whatif import WhatIfView
+from dltui.recording.whatif import WhatIfView, images
 from dltui.tui.widgets.spark import hbar
 
 HEADINGS = ("layout", "GPUs", "predicted images/s", "predicted efficiency", "vs 1 server",
@@ -37,14 +37,14 @@ def row_cells(row: Row, fastest: float, width: int) -> list[Text]:
     p = row.prediction
     layout, gpus = Text(str(p.layout), style="bold"), Text(f"{p.layout.total:,}", justify="right")
     measured = row.measured_images_per_s
-    shown = Text(f"{measured:,.1f}" if measured else "–", justify="right")
+    shown = Text(images(measured) if measured else "–", justify="right")
     if row.error is not None:
         shown.append(f" {row.error:+.0%}", style="dim")
     if p.missing:
         why = p.missing.partition(":")[0]
         return [layout, gpus, Text(why, style="dim italic"), Text(""), Text(""), shown, Text("")]
     rate = Text(hbar(p.images_per_s / fastest if fastest else None, width), style="green")
-    rate.append(f" {p.images_per_s:>10,.1f}")
+    rate.append(f" {images(p.images_per_s):>9}")
     efficiency = Text(hbar(p.efficiency_vs_gpu, width), style="cyan")
     efficiency.append(f" {p.efficiency_vs_gpu:>6.1%}")
     vs_server = row.efficiency_vs_server
@@ -86,8 +86,8 @@ class WhatIfTable(DataTable[Text]):
         cursor = self.cursor_coordinate
         self.clear(columns=True)
         for index, heading in enumerate(HEADINGS):
-            cells = [heading, *(cells[index].plain for cells in body)]
-            self.add_column(heading, key=heading, width=max(cell_len(cell) for cell in cells))
+            texts = [heading, *(cells[index].plain for cells in body)]
+            self.add_column(heading, key=heading, width=max(cell_len(text) for text in texts))
         for row, cells in zip(view.table.rows, body, strict=True):
             self.add_row(*cells, key=str(row.prediction.layout))
         self.cursor_coordinate = self.validate_cursor_coordinate(cursor)
