@@ -41,6 +41,8 @@ def sources_text(view: WhatIfView) -> Content:
     parts += [f"  {line}\n" for line in view.table.sources]
     missing = dict.fromkeys(row.prediction.missing for row in view.table.rows)
     parts += [(f"  {reason}\n", "$text-warning") for reason in missing if reason]
+    if any(row.measured_images_per_s for row in view.table.rows):
+        parts.append("  measured: a recorded run of that layout; ±%: the prediction against it\n")
     return Content.assemble(*parts)
 
 

@@ -13,8 +13,9 @@ from dltui.predict.whatif import Row
 from dltui.recording.whatif import WhatIfView, images
 from dltui.tui.widgets.spark import hbar
 
-HEADINGS = ("layout", "GPUs", "predicted images/s", "predicted efficiency", "vs 1 server",
-            "measured", "comm wait")  # fmt: skip
+HEADINGS = ("layout", "GPUs", "predicted\nimages/s", "predicted\nefficiency",
+            "predicted\nvs 1 server", "measured", "predicted\ncomm wait")  # fmt: skip
+"""Two lines each, so that the table fits 80 columns."""
 BARS = (2, 3)
 """The columns whose cells start with a bar; the bars share the width the others leave."""
 BAR_WIDTHS = (4, 24)
@@ -22,12 +23,16 @@ PADDING = 2
 """A DataTable's cell padding, both sides together."""
 
 
+def heading_width(heading: str) -> int:
+    return max(cell_len(line) for line in heading.splitlines())
+
+
 def bar_width(table_width: int, body: list[list[Text]]) -> int:
     """As wide as the table allows once every other cell has its room, within BAR_WIDTHS."""
     fixed = 1  # the scroll bar's gutter
     for index, heading in enumerate(HEADINGS):
         widths = [cell_len(cells[index].plain) for cells in body]
-        fixed += max([0 if index in BARS else cell_len(heading), *widths]) + PADDING
+        fixed += max([0 if index in BARS else heading_width(heading), *widths]) + PADDING
     low, high = BAR_WIDTHS
     return max(low, min(high, (table_width - fixed) // len(BARS)))
 
@@ -43,10 +48,10 @@ def row_cells(row: Row, fastest: float, width: int) -> list[Text]:
     if p.missing:
         why = p.missing.partition(":")[0]
         return [layout, gpus, Text(why, style="dim italic"), Text(""), Text(""), shown, Text("")]
-    rate = Text(hbar(p.images_per_s / fastest if fastest else None, width), style="green")
-    rate.append(f" {images(p.images_per_s):>9}")
-    efficiency = Text(hbar(p.efficiency_vs_gpu, width), style="cyan")
-    efficiency.append(f" {p.efficiency_vs_gpu:>6.1%}")
+    fill = p.images_per_s / fastest if fastest else None
+    rate = Text.assemble((hbar(fill, width), "green"), f" {images(p.images_per_s):>9}")
+    efficiency = Text.assemble((hbar(p.efficiency_vs_gpu, width), "cyan"),
+                               f" {p.efficiency_vs_gpu:>6.1%}")  # fmt: skip
     vs_server = row.efficiency_vs_server
     return [layout, gpus, rate, efficiency,
             Text(f"{vs_server:.1%}" if vs_server else "–", justify="right"), shown,
@@ -64,7 +69,7 @@ class WhatIfTable(DataTable[Text]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, zebra_stripes=True, cursor_type="row")
+        super().__init__(id=id, zebra_stripes=True, cursor_type="row", header_height=2)
         self.view: WhatIfView | None = None
 
     def show(self, view: WhatIfView) -> None:
@@ -86,8 +91,8 @@ class WhatIfTable(DataTable[Text]):
         cursor = self.cursor_coordinate
         self.clear(columns=True)
         for index, heading in enumerate(HEADINGS):
-            texts = [heading, *(cells[index].plain for cells in body)]
-            self.add_column(heading, key=heading, width=max(cell_len(text) for text in texts))
+            widths = [heading_width(heading), *(cell_len(cells[index].plain) for cells in body)]
+            self.add_column(heading, key=heading, width=max(widths))
         for row, cells in zip(view.table.rows, body, strict=True):
             self.add_row(*cells, key=str(row.prediction.layout))
         self.cursor_coordinate = self.validate_cursor_coordinate(cursor)
