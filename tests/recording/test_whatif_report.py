@@ -7,6 +7,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from dltui.fleet.compare import results_by_server
+from dltui.fleet.state import Fleet
+from dltui.recording.reader import RecordingReader
 from dltui.recording.results import recorded_results
 from dltui.recording.whatif import (
     NETWORK_GBIT,
@@ -78,3 +81,12 @@ def test_the_layouts_are_the_default_ones_and_those_measured():
     assert [str(layout) for layout in layouts_for(kernels, models, "vgg16")] == [
         "1×1", "1×8", "2×4", "4×2", "8×1", "16×8", "64×8"
     ]  # fmt: skip
+
+
+def test_the_fleet_gives_the_what_if_screen_the_results_a_recording_gives_the_report():
+    fleet = Fleet()
+    for record in RecordingReader(WHATIF):
+        fleet.apply(record.source, record.message)
+    kernels, models = results_by_server(fleet)
+    assert (kernels, models) == recorded_results(WHATIF)
+    assert len(models) == 2 and len(kernels) > 1
