@@ -174,7 +174,7 @@ async def test_the_palette_offers_every_action() -> None:
         await wait_for_text(pilot, "h200x2-kernels")
         titles = {command.title for command in app.get_system_commands(app.screen)}
         for title in ("Results", "Detail", "Overlay", "Window", "Compact/panels", "Command",
-                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases",
+                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases", "What-if",
                       "Play/pause", "Faster", "Slower", "Jump to", "Next case"):  # fmt: skip
             assert title in titles, title
     live = create_app([])

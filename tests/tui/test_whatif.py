@@ -89,7 +89,8 @@ async def test_whatif_rows_are_predicted_with_the_measured_beside_and_the_networ
 
 
 async def test_whatif_chooses_among_profiled_models_from_a_live_fleet() -> None:
-    """A fleet fed frame by frame as a session would, with a second profiled model."""
+    """A fleet fed frame by frame as a session would, with a second profiled model; opened by
+    the `:whatif` command."""
     fleet = Fleet()
     records = list(RecordingReader(WHATIF))
     for record in records:
@@ -100,7 +101,8 @@ async def test_whatif_chooses_among_profiled_models_from_a_live_fleet() -> None:
     fleet.apply(records[-1].source, JobResult("later", model=other))
     app = DltuiApp(fleet, ClientSession([]), MonitorView(StillTime()))
     async with app.run_test(size=(120, 36)) as pilot:
-        text = await open_whatif(pilot)
+        await pilot.press("colon", *"whatif", "enter")  # the `:` command, from the main screen
+        text = await wait_for_text(pilot, r"PREDICTED alexnet")
         assert "alexnet, batch 4 a GPU (1 of 2: m)" in text
         await pilot.press("m")
         text = await wait_for_text(pilot, r"PREDICTED vgg16, batch 4 a GPU \(2 of 2: m\)")

@@ -36,7 +36,6 @@ from dltui.formatting import rate_text
 from dltui.protocol.messages import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
-from dltui.tui.screens.whatif import WhatIfScreen
 from dltui.tui.widgets.phase_table import PhaseTable
 
 REFRESH_S = 1.0
@@ -91,7 +90,7 @@ class ResultsScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
-        Binding("w", "whatif", "What-if"),
+        Binding("w", "app.whatif", "What-if"),
         Binding("c", "tab('compare')", "Compare", show=False),
         Binding("T", "tab('topology')", "Topology", show=False),
     ]
@@ -251,9 +250,6 @@ class ResultsScreen(Screen[None]):
 
     def action_export(self) -> None:
         self.app.push_screen(ExportScreen(self.comparison, self.baseline))
-
-    def action_whatif(self) -> None:
-        self.app.push_screen(WhatIfScreen(self.fleet))
 
     def action_tab(self, tab: str) -> None:
         """Show a tab and put the focus in it (← → move a column in the tables)."""
