@@ -81,7 +81,8 @@ def layouts_for(kernels: Kernels, models: Models, model: str) -> list[Layout]:
             and result.batch == workload.batch
             and result.images_per_s
             and result.error is None
-            and result.servers
+            and 0 < result.servers <= result.gpus
+            and result.gpus % result.servers == 0
         ):
             layouts.add(Layout(result.servers, result.gpus // result.servers))
     return sorted(layouts, key=lambda layout: (layout.total, layout.servers))

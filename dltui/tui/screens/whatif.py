@@ -123,6 +123,15 @@ class WhatIfScreen(Screen[None]):
                 view = None
         self.view = view
         self._draw(view)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys with nothing to change are shown dimmed: no model to switch to, no table."""
+        if action == "next_model":
+            return len(self.models) > 1 or None
+        if action in ("network", "measured_network"):
+            return self.view is not None or None
+        return True
 
     def _draw(self, view: WhatIfView | None) -> None:
         self.query_one("#empty").display = view is None
