@@ -52,6 +52,19 @@ def test_report_has_a_whatif_section_with_its_sources_and_chart(tmp_path):
     assert (tmp_path / "whatif-alexnet.png").read_bytes().startswith(PNG)
 
 
+def test_the_report_predicts_over_the_network_measured_between_two_hosts(tmp_path):
+    """With a second recording of an all-reduce across two agents, the table is over the
+    measured network, and the report reads the two recordings' results together."""
+    two = FIXTURES / "cpu-allreduce-2hosts.dlrec"
+    command = dltui_command("report", str(WHATIF), str(two), "-o", str(tmp_path))
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    markdown = (tmp_path / "index.md").read_text()
+    assert "between servers: measured: gloo all-reduce, 2 servers, 4 sizes" in markdown
+    assert "described" not in markdown
+    assert (tmp_path / "whatif-alexnet.png").read_bytes().startswith(PNG)
+
+
 def test_report_without_a_profile_has_no_whatif_section(tmp_path):
     command = dltui_command("report", str(FIXTURES / "cpu-kernels.dlrec"), "-o", str(tmp_path))
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)

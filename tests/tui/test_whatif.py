@@ -16,7 +16,7 @@ from dltui.predict.model import Layout
 from dltui.protocol.messages import JobResult
 from dltui.recording.reader import RecordingReader
 from dltui.recording.results import recorded_results
-from dltui.recording.whatif import images
+from dltui.recording.whatif import NETWORK_GBIT, images
 from dltui.tui.app import DltuiApp
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.results import ResultsScreen
@@ -124,3 +124,33 @@ async def test_whatif_says_what_to_run_when_no_result_has_a_profile() -> None:
         assert "Nothing to predict from yet" in screen_text(app)
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+
+
+async def test_whatif_over_the_network_measured_between_two_hosts() -> None:
+    """With a recorded all-reduce across two agents (one process each), the network between
+    servers is the measured one until + or - describes another, and n brings it back."""
+    files = [WHATIF, FIXTURES / "cpu-allreduce-2hosts.dlrec"]
+    kernels, models = [], []
+    for path in files:
+        found = recorded_results(path)
+        kernels += found[0]
+        models += found[1]
+    measured = answer(kernels, models, "alexnet", None, None, [Layout(2, 4)])
+    assert measured.fabric.inter is not None
+    gbit = measured.fabric.inter.line_gbit
+    app = create_replay_app(files)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.replay.playing = False
+        app.replay.seek(app.replay.length)
+        text = await open_whatif(pilot)
+        assert f"between servers: measured, {gbit:.3g} Gbit/s" in text
+        assert "between servers: measured: gloo all-reduce, 2 servers" in text
+        at_measured = line_of(text, "2×4")
+        assert f" {images(measured.rows[0].prediction.images_per_s)} " in at_measured
+        await pilot.press("plus")  # the next common rate above the measured one
+        above = next(rate for rate in NETWORK_GBIT if rate > gbit)
+        text = await wait_for_text(pilot, rf"described, {above:g} Gbit/s\s")
+        assert "(none measured)" not in text
+        await pilot.press("n")
+        text = await wait_for_text(pilot, r"between servers: measured, ")
+        assert line_of(text, "2×4") == at_measured
