@@ -37,6 +37,7 @@ H200 = FIXTURES / "h200x2-kernels.dlrec"
 CPU = FIXTURES / "cpu-kernels.dlrec"
 H200_MODELS = FIXTURES / "h200-models.dlrec"
 CPU_MODELS = FIXTURES / "cpu-models.dlrec"
+CPU_WHATIF = FIXTURES / "cpu-whatif.dlrec"
 LIGHT = "textual-light"
 MADE_UP_NOW = 1_796_000_000.0
 """The made-up fleets' clock: it stands still, so their charts do too."""
@@ -217,4 +218,8 @@ MADE_UP_SCENES = tuple(
     for w, h in ((80, 24), (200, 60))
 )
 
-SCENES = README_SCENES + SIZED_SCENES + MADE_UP_SCENES
+WHATIF_SCENES = (Scene("whatif", (120, 36), (CPU_WHATIF,), keys=("v", "w")),)
+"""The what-if screen over a recorded one-process profile and all-reduce (no network measured
+between servers: a described one)."""
+
+SCENES = README_SCENES + SIZED_SCENES + MADE_UP_SCENES + WHATIF_SCENES

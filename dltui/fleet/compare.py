@@ -227,6 +227,20 @@ class Comparison:
         return out
 
 
+def results_by_server(
+    fleet: Fleet,
+) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+    """Every result with its server's short name, the jobs in the order they started (so a
+    later run of the same benchmark comes later, as in a recording)."""
+    names = server_names(fleet)
+    jobs = [(names[source], job) for source, server in fleet.servers.items()
+            for job in server.jobs.values()]  # fmt: skip
+    jobs.sort(key=lambda item: item[1].started or 0.0)
+    kernels = [(name, result) for name, job in jobs for result in job.results]
+    models = [(name, result) for name, job in jobs for result in job.model_results]
+    return kernels, models
+
+
 def build(fleet: Fleet) -> Comparison:
     names = server_names(fleet)
     phases = {id(phase.result): phase for phase in fleet.phases.finished()}

@@ -3,8 +3,9 @@
 Each function draws one figure from the sessions' phases and records, writes it to `path` and
 says whether there was anything to draw. Throughput per kernel case; all-reduce bandwidth
 against message size; training throughput per model and server; scaling curves against the
-ideal line from the one-GPU figure, with the efficiency beside them; images/s per watt; and
-each recording's telemetry over time with its benchmark phases shaded.
+ideal line from the one-GPU figure, with the efficiency beside them; images/s per watt;
+each recording's telemetry over time with its benchmark phases shaded; and per profiled model,
+the what-if prediction per layout with the measured figure beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dltui.recording.recorded import Session
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from dltui.recording.whatif import WhatIfView
 
 KERNEL, ALLREDUCE, TRAINING = "#4c78a8", "#f58518", "#54a24b"
 
@@ -226,5 +228,42 @@ def plot_telemetry(session: Session, path: Path) -> bool:
                          alpha=0.15 + 0.1 * (index % 2), color=colour, linewidth=0)  # fmt: skip
     axes[-1].set_xlabel("seconds since the recording began (shaded: benchmark phases)")
     axes[0].set_title(f"{session.name}: telemetry during the benchmarks")
+    _save(figure, path)
+    return True
+
+
+def plot_whatif(view: WhatIfView, path: Path) -> bool:
+    """Predicted images/s per layout, measured beside where the results hold it; and the
+    predicted efficiency against one GPU."""
+    import matplotlib.pyplot as plt
+
+    rows = [row for row in view.table.rows if not row.prediction.missing]
+    if not rows:
+        return False
+    labels = [str(row.prediction.layout) for row in rows]
+    places = range(len(rows))
+    figure, (rates, efficiency) = plt.subplots(1, 2, figsize=(11, 4.5))
+    predicted = [row.prediction.images_per_s for row in rows]
+    rates.bar([x - 0.2 for x in places], predicted, width=0.4, color=TRAINING, hatch="//",
+              edgecolor="white", label="predicted")  # fmt: skip
+    measured = [(x, row.measured_images_per_s) for x, row in zip(places, rows, strict=True)
+                if row.measured_images_per_s]  # fmt: skip
+    if measured:
+        rates.bar([x + 0.2 for x, _ in measured], [rate for _, rate in measured], width=0.4,
+                  color=KERNEL, label="measured")  # fmt: skip
+    rates.set_yscale("log")
+    rates.set_ylabel("images/s (log scale)")
+    rates.set_title(f"{view.table.workload.model}: predicted images/s per layout")
+    rates.legend(fontsize=8)
+    efficiency.bar(places, [row.prediction.efficiency_vs_gpu * 100 for row in rows],
+                   color=TRAINING, hatch="//", edgecolor="white")  # fmt: skip
+    efficiency.axhline(100, color="grey", linewidth=0.8, linestyle=":")
+    efficiency.set_ylim(0, 105)
+    efficiency.set_ylabel("predicted efficiency vs one GPU (%)")
+    efficiency.set_title(f"Predicted efficiency; between servers: {view.network_words}",
+                         fontsize=9)  # fmt: skip
+    for axis in (rates, efficiency):
+        axis.set_xticks(list(places), labels)
+        axis.set_xlabel("servers × GPUs each")
     _save(figure, path)
     return True

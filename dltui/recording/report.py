@@ -5,7 +5,9 @@ Per server: what it is, and how it is wired beside what it measured over its lin
 Per kernel case: the figure, the ratio to the V100, and the telemetry while it ran (power,
 TFLOP/s per watt, utilization, tensor activity, NVLink). Per training run: images/s, the
 scaling efficiency against the same server's one-GPU (and one-server) run, the power of the
-GPUs it used and images/s per watt. Plots (plots.py): throughput, all-reduce bandwidth,
+GPUs it used and images/s per watt. Per model profiled on one GPU: what-if, the predicted
+images/s and efficiency of layouts of servers × GPUs beside what was measured
+(whatif_report.py). Plots (plots.py): throughput, all-reduce bandwidth,
 training throughput, scaling curves against ideal with the efficiency, performance per watt,
 and each recording's telemetry over time with the benchmark phases shaded.
 """
@@ -37,6 +39,7 @@ from dltui.recording import plots
 from dltui.recording.health_report import events_table, health_table
 from dltui.recording.reader import Say
 from dltui.recording.recorded import Session, load
+from dltui.recording.whatif_report import whatif_charts, whatif_html, whatif_markdown, whatif_views
 from dltui.recording.wiring import ServerWiring, server_wirings
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
@@ -231,20 +234,23 @@ def write_report(paths: list[Path], out: Path, say: Say) -> Path:
                 ("Training runs", training_table(sessions)), ("Health", health_table(recorded)),
                 ("Health events and alerts", events_table(recorded))]  # fmt: skip
     sections = [(title, rows) for title, rows in sections if len(rows) > 1 or title == "Servers"]
-    wirings = server_wirings([(session.name, session.records) for session in sessions])
+    wirings = server_wirings(recorded)
+    whatifs = whatif_views(recorded)
+    charts = whatif_charts(whatifs, out)
     title = "dltui report: " + ", ".join(session.name for session in sessions)
     markdown = [f"# {markdown_text(title)}", "", NOTE, ""]
     for heading, rows in sections:
         markdown += [f"## {heading}", "", markdown_table(rows), ""]
         if heading == "Servers":
             markdown += wiring_markdown(wirings)
+    markdown += whatif_markdown(whatifs, charts, markdown_table)
     markdown += [f"## {caption}\n\n![{caption}]({file})\n" for caption, file in figures]
     write_text(out / "index.md", "\n".join(markdown))
     tables = "".join(
         f"<h2>{html.escape(name)}</h2>{html_table(rows)}"
         + (wiring_html(wirings) if name == "Servers" else "")
         for name, rows in sections
-    )
+    ) + whatif_html(whatifs, charts, html_table)
     images = "".join(
         f"<h2>{html.escape(caption)}</h2><img src='{file}' alt='{html.escape(caption)}'>"
         for caption, file in figures

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from dltui.protocol.messages import JobResult, KernelResult, ModelResult, Welcome
+from dltui.recording.format import Record
 from dltui.recording.reader import RecordingReader
 
+Results = tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]
+"""(server, result) pairs: kernel results, then training results, each in recorded order."""
 
-def recorded_results(
-    path: str | os.PathLike[str],
-) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+
+def recorded_results(path: str | os.PathLike[str]) -> Results:
     """(server, result) pairs in the order they were recorded; a server is its hostname, or
     host@address where two servers share a hostname. A torn tail loses only itself."""
+    return results_of(RecordingReader(path))
+
+
+def results_of(records: Iterable[Record]) -> Results:
+    """The same, from records already read."""
     kernels: list[tuple[str, KernelResult]] = []
     models: list[tuple[str, ModelResult]] = []
     hostnames: dict[str, str] = {}
-    for record in RecordingReader(path):
+    for record in records:
         message = record.message
         if isinstance(message, Welcome):
             hostnames[record.source] = message.inventory.hostname

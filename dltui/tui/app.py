@@ -8,8 +8,9 @@ Frames update the `Fleet` as they arrive (a few appends each); each column is re
 Each connection runs as a Textual worker (group "connections"), a benchmark run as another.
 The fleet and, while recording, the recorder are sinks of the session. From the server view a
 user opens the launcher (`b`), which returns the run to start; the run's progress (`b` again
-while there is one), the results (`v`), a server's detail (`d`), the overlay (`o`). Every
-action is in the command palette (ctrl+p) and behind a `:` command (`command_line.py`).
+while there is one), the results (`v`; `w` there: what-if), a server's detail (`d`), the
+overlay (`o`). Every action is in the command palette (ctrl+p) and behind a `:` command
+(`command_line.py`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from dltui.tui.screens.overlay import OverlayScreen
 from dltui.tui.screens.progress import Next, ProgressScreen
 from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
+from dltui.tui.screens.whatif import WhatIfScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.fitted_footer import FittedFooter
@@ -236,6 +238,9 @@ class DltuiApp(App[None]):
             yield SystemCommand(
                 "Phases", "every benchmark case with its telemetry", self.action_phases
             )
+            yield SystemCommand(
+                "What-if", "predicted layouts of servers × GPUs", self.action_whatif
+            )
         yield from textual
 
     async def action_command_line(self) -> None:
@@ -415,6 +420,10 @@ class DltuiApp(App[None]):
 
     def action_phases(self) -> None:
         self.push_screen(ResultsScreen(self.fleet, tab="phases"))
+
+    def action_whatif(self) -> None:
+        if not isinstance(self.screen, WhatIfScreen):
+            self.push_screen(WhatIfScreen(self.fleet))
 
     def action_export(self) -> None:
         screen = ResultsScreen(self.fleet)

@@ -34,6 +34,7 @@ COMMANDS = (
     Command("cancel", "cancel_run", "", "cancel the benchmark run"),
     Command("results", "results", "", "results side by side"),
     Command("phases", "phases", "", "every benchmark case with its telemetry"),
+    Command("whatif", "whatif", "", "predicted images/s of layouts of servers × GPUs"),
     Command("export", "export", "", "write the results to a CSV or JSON file"),
     Command("detail", "detail", "", "the focused server in detail"),
     Command("overlay", "overlay", "", "one chart per metric, a line per server"),

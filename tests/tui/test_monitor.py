@@ -217,8 +217,9 @@ async def test_the_palette_offers_every_action_once() -> None:
         await wait_for_text(pilot, "h200x2-kernels")
         titles = [command.title for command in app.get_system_commands(app.screen)]
         for title in ("Results", "Detail", "Overlay", "Window", "Compact/panels", "Command",
-                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases", "Topology",
-                      "Events", "Play", "Faster", "Slower", "Jump", "Next"):  # fmt: skip
+                      "Filter", "Theme", "Help", "Quit", "Export results", "Phases",
+                      "What-if", "Topology", "Events", "Play", "Faster", "Slower", "Jump",
+                      "Next"):  # fmt: skip
             assert titles.count(title) == 1, (title, titles)
         assert len(titles) == len(set(titles)), titles
     live = create_app([])

@@ -27,7 +27,11 @@ HELP: tuple[Section, ...] = (
               "per server shows how far it is, x cancels"),
         ("v", "results side by side: a column per server, a row per benchmark; b baseline, m "
               "metric (throughput, per watt, scaling efficiency), s sort by the cursor's column "
-              "(within each unit), e export CSV/JSON, p phases"),
+              "(within each unit), e export CSV/JSON, p phases, w what-if"),
+        ("w", "in the results: what-if, predicted images/s and scaling efficiency of layouts "
+              "of servers × GPUs from a one-GPU step profile and all-reduce link curves, the "
+              "measured figure beside each where there is one; + - the network between "
+              "servers, n the measured one, m the model"),
         ("d, enter", "the focused server in detail (or click its header): every GPU, its "
                      "processes, throttle reasons in words, telemetry per benchmark case; its "
                      "processes by owner (job, container, user), health events, MIG instances"),

@@ -4,7 +4,8 @@ explains it (utilization, tensor activity, power, PCIe and NVLink while the case
 third (`T`), each server's wiring beside what it measured over it.
 
 `b` picks the baseline (the published reference, or a column), `m` the metric (throughput,
-per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown.
+per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports what is shown,
+`w` opens the what-if screen (predicted layouts of servers × GPUs).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class ResultsScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
+        Binding("w", "app.whatif", "What-if"),
         Binding("c", "tab('compare')", "Compare", show=False),
         Binding("T", "tab('topology')", "Topology", show=False),
     ]
