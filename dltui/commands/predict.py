@@ -152,7 +152,9 @@ def _rate(images_per_s: float) -> str:
 def _network(gbit: float | None) -> str:
     if gbit is None:
         return "unreachable"
-    return "none needed" if gbit == 0 else f"{gbit:,.3g} Gbit/s"
+    if gbit == 0:
+        return "none needed"
+    return f"{gbit:,.0f} Gbit/s" if gbit >= 100 else f"{gbit:.3g} Gbit/s"
 
 
 def _results(
