@@ -279,12 +279,14 @@ _TINY: dict[str, tuple[Case, ...]] = {
         ConvCase(4, 16, 8, 8, 16, 1, 1),
     ),
     "rnn": (RnnCase("vanilla", 64, 4, 8), RnnCase("lstm", 64, 4, 8), RnnCase("gru", 64, 4, 8)),
-    # 4 KiB to 4 MiB: enough sizes for a link curve's fit (dltui/predict/links.py)
+    # 4 KiB to 32 MiB: a link curve's fit (dltui/predict/links.py) up to a bucket's size
+    # (DDP's 25 MiB, TensorFlow's packs as dltui sets them), where an engine's rate can differ.
     "allreduce": (
         AllReduceCase(1024),
         AllReduceCase(32_768),
         AllReduceCase(262_144),
         AllReduceCase(1_048_576),
+        AllReduceCase(8_388_608),
     ),
     "attention": (
         AttentionCase(2, 2, 64, 32, causal=False),
