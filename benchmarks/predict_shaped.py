@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -214,6 +215,28 @@ def run(
             cluster.down()
 
 
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table for docs/results/predict-shaped.md: medians, each run, and the error."""
+    lines = [
+        "| configuration | predicted images/s | measured images/s (median) | error "
+        "| measured runs | one-host runs |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for row in rows:
+        runs = ", ".join(f"{value:.3g}" for value in row["measured_runs"])
+        alone = ", ".join(f"{value:.3g}" for value in row["one_host_runs"])
+        lines.append(
+            f"| {row['config']} | {row['predicted_images_per_s']:.3g} "
+            f"| {row['measured_images_per_s']:.3g} | {error(row):+.1%} | {runs} | {alone} |"
+        )
+    errors = [abs(error(row)) for row in rows]
+    lines.append(
+        f"\n{len(rows)} configurations: worst {max(errors):.1%}, median "
+        f"{statistics.median(errors):.1%} (targets: every one within 15%, median within 8%)."
+    )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", default="1gbit,300mbit,100mbit")
@@ -224,6 +247,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the rows here")
     parser.add_argument("--keep", type=Path, help="keep every run's JSON in this folder")
+    parser.add_argument("--markdown", type=Path, help="write the table as Markdown here")
     args = parser.parse_args()
     if (why := unavailable()) is not None:
         print(f"predict_shaped: {why}", file=sys.stderr)
@@ -241,6 +265,8 @@ def main() -> int:
           f"median {statistics.median(errors):.1%} (targets 15% / 8%)")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(rows))
     return 0
 
 
