@@ -52,7 +52,7 @@ async def test_a_bench_onto_busy_gpus_is_refused_unless_forced_and_then_flagged(
     finally:
         stop(holder)
     if not cuda:  # forced onto the GPU, but this PyTorch cannot reach it: refused, not the CPU
-        assert forced.returncode == 2, forced.stderr
+        assert forced.returncode == REFUSED, forced.stderr
         assert "was built without CUDA" in forced.stderr or "sees no GPU" in forced.stderr
     else:
         assert forced.returncode == 0, forced.stderr
@@ -84,7 +84,7 @@ def test_auto_on_gpus_the_framework_cannot_use_refuses_in_one_line(
     agent = agent_factory()
     report = tmp_path / "refused.json"
     refused = bench(agent.address, "--json", str(report))
-    assert refused.returncode == 2, refused.stderr
+    assert refused.returncode == REFUSED, refused.stderr
     import torch
 
     why = (

@@ -43,7 +43,7 @@ def test_all_reduce_across_two_agents(agent_factory, tmp_path):
         (1, 1, 2),
     ]
     results = report["results"]
-    assert len(results) == 2  # the tiny set's two sizes, reported once, by rank 0's server
+    assert len(results) == 5  # the tiny set's five sizes, reported once, by rank 0's server
     for row in results:
         assert row["error"] is None and row["shape"].endswith("×2")
         assert row["gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["gbps"])  # n = 2
@@ -64,7 +64,7 @@ def test_tensorflow_all_reduce_across_two_agents(agent_factory, tmp_path):
     report = json.loads(out.read_text())
     assert [job["state"] for job in report["jobs"]] == ["done", "done"]
     assert all(row["server"].endswith(first.address) for row in report["results"])
-    assert len(report["results"]) == 2  # the tiny set's two sizes, from worker 0 only
+    assert len(report["results"]) == 5  # the tiny set's five sizes, from worker 0 only
     for row in report["results"]:
         assert row["framework"] == "tensorflow" and row["error"] is None
         assert row["shape"].endswith("×2") and row["gbps"] > 0

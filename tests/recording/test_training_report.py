@@ -121,7 +121,7 @@ def test_report_shows_throughput_scaling_efficiency_and_per_watt(training_record
     power = power_between(training_recording, start + 12 - 4 * 1000 / 1800, start + 12, 2)
     row = next(line for line in markdown.splitlines() if "alexnet ×2 GPUs" in line).split(" | ")
     assert "1,800.0" in row and "90.0%" in row
-    heading = next(line for line in markdown.splitlines() if "| images/s per W |" in line)
+    heading = next(line for line in markdown.splitlines() if "| per W |" in line)
     watts = heading.split(" | ").index("power W")  # one unit per column, named in its heading
     shown = float(row[watts])
     assert shown == pytest.approx(power, rel=0.15)  # the energy counter's, or the samples'

@@ -111,10 +111,10 @@ def test_hostile_names_in_a_recording(tmp_path_factory, host, gpu, process, word
 
     for fmt, out in (("csv", folder / "csv"), ("json", folder / "t.json"),
                      ("openmetrics", folder / "t.om")):  # fmt: skip
-        export([path], fmt, out)
+        export([path], fmt, out, print)
         for file in [out] if out.is_file() else out.iterdir():
             assert b"\x1b" not in file.read_bytes(), file
-    write_report([path], folder / "report")
+    write_report([path], folder / "report", print)
     markdown = (folder / "report" / "index.md").read_text()
     html = (folder / "report" / "index.html").read_text()
     assert "\x1b" not in markdown + html

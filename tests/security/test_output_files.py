@@ -36,7 +36,7 @@ def test_export_replaces_a_planted_link_and_never_follows_it(tmp_path, victim, f
         (out / "results.csv").symlink_to(victim)
     else:
         out.symlink_to(victim)
-    export([RECORDING], fmt, out)
+    export([RECORDING], fmt, out, print)
     assert victim.read_text() == VICTIM
     written = [out / "telemetry.csv", out / "results.csv"] if fmt == "csv" else [out]
     for path in written:
@@ -49,7 +49,7 @@ def test_report_replaces_planted_links(tmp_path, victim):
     out.mkdir()
     for name in ("index.md", "index.html"):
         (out / name).symlink_to(victim)
-    write_report([RECORDING], out)
+    write_report([RECORDING], out, print)
     assert victim.read_text() == VICTIM
     assert not (out / "index.md").is_symlink() and "dltui report" in (out / "index.md").read_text()
 
@@ -62,7 +62,7 @@ def test_an_export_that_fails_midway_leaves_no_half_file(tmp_path):
     out = tmp_path / "out.json"
     out.write_text("the previous export\n")
     with pytest.raises(RecordingError):
-        export([RECORDING, bad], "json", out)
+        export([RECORDING, bad], "json", out, print)
     assert out.read_text() == "the previous export\n"  # as it was: never half of a new one
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.dlrec", "out.json"]
 

@@ -84,10 +84,10 @@ def test_metrics_and_exports_carry_it(fan, tmp_path):
     assert float(line.rpartition(" ")[2]) == pytest.approx(0.41)  # 41% as a ratio
 
     path = record(tmp_path / "fan.dlrec")
-    export([path], "csv", tmp_path / "csv")
+    export([path], "csv", tmp_path / "csv", print)
     rows = (tmp_path / "csv" / "telemetry.csv").read_text().splitlines()
     assert any(row.endswith(",gpu,0,fan,40.0") for row in rows)
-    export([path], "openmetrics", tmp_path / "fan.om")
+    export([path], "openmetrics", tmp_path / "fan.om", print)
     exported = (tmp_path / "fan.om").read_text()
     assert "# TYPE dltui_gpu_fan_speed_ratio gauge" in exported
     assert "# UNIT dltui_gpu_fan_speed_ratio ratio" in exported
