@@ -59,7 +59,7 @@ class Model:
         if measured is None or not measured.overlap or not self.overlap:
             return workload.described(self.name, self.batch, self.step_s, self.gradient_bytes,
                                       self.overlap, self.bucket_bytes)  # fmt: skip
-        source = f"{measured.source}; scaled to {self.step_s * 1e3:.3g} ms a step"
+        source = f"{measured.source}; scaled to {workload.milliseconds(self.step_s)} a step"
         scaled = measured.at_speed(self.step_s, self.batch, source)
         return scaled.with_gradient(self.gradient_bytes, self.bucket_bytes)
 

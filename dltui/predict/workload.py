@@ -94,7 +94,7 @@ def from_result(result: ModelResult, server: str) -> Workload:
         overlap=measured,
         timing=timing,
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
-        f"batch {result.batch}, {step_s * 1e3:.3g} ms a step, {what}",
+        f"batch {result.batch}, {milliseconds(step_s)} a step, {what}",
         cpu_share=profile.cpu_share,
         overhead_s=profile.overhead * step_s,
     )
@@ -116,9 +116,15 @@ def described(model: str, batch: int, step_s: float, gradient_bytes: int, overla
         gradient_bytes=sizes, ready_s=ready if overlap else (), bucket_bytes=bucket_bytes,
         first_bucket_bytes=DDP_FIRST_BUCKET_BYTES if overlap else bucket_bytes,
         overlap=overlap, timing=ASSUMED if overlap else AFTER_BACKWARD,
-        source=f"described: {model}, batch {batch}, {step_s * 1e3:.3g} ms a step, "
+        source=f"described: {model}, batch {batch}, {milliseconds(step_s)} a step, "
         f"{gradient_bytes / 2**20:.4g} MiB of gradients",
     )  # fmt: skip
+
+
+def milliseconds(seconds: float) -> str:
+    """"37.7 ms", "4,840 ms": three figures, never an exponent."""
+    ms = seconds * 1e3
+    return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"
 
 
 def buckets(workload: Workload) -> list[tuple[int, float]]:
