@@ -122,7 +122,7 @@ def described(model: str, batch: int, step_s: float, gradient_bytes: int, overla
 
 
 def milliseconds(seconds: float) -> str:
-    """"37.7 ms", "4,840 ms": three figures, never an exponent."""
+    """A step in milliseconds, never in exponent form: 37.7 ms, 4,840 ms."""
     ms = seconds * 1e3
     return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"
 
