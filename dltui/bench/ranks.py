@@ -89,6 +89,19 @@ def local_rendezvous() -> Iterator[str]:
         yield Path(folder, "store").as_uri()
 
 
+def across_ranks(values: list[float], device: Any, world: int, largest: bool) -> list[float]:
+    """Each value summed over the ranks, or its largest (a step is as slow as its slowest
+    rank); the values themselves where there is one rank."""
+    if world == 1:
+        return values
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX if largest else dist.ReduceOp.SUM)
+    return list(tensor.tolist())
+
+
 def join_process_group(device: Any, master: str, rank: int, world: int, timeout_s: float) -> None:
     """torch.distributed's group for this rank: NCCL on a GPU (bound to `device`, so it connects
     at once), Gloo on CPUs; a rank whose peer vanished fails after `timeout_s`, never hangs.

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from dltui.bench.models import torch_gpt
-from dltui.bench.ranks import Reporter, ShouldStop
+from dltui.bench.ranks import Reporter, ShouldStop, across_ranks
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
 from dltui.plans import gpt
@@ -135,11 +135,16 @@ class GptTrainer:
                 losses.append(step())
                 times.append(time.perf_counter() - begin)
                 self.report.progress((job.warmup + done + 1) / total)
-        times = self._maxima(times)
+        times = across_ranks(times, self.device, self.world, largest=True)
         peak_memory = None
         if self.on_gpu:
             peak_memory = int(
-                self._maxima([float(torch.cuda.max_memory_allocated(self.device))])[0]
+                across_ranks(
+                    [float(torch.cuda.max_memory_allocated(self.device))],
+                    self.device,
+                    self.world,
+                    largest=True,
+                )[0]
             )
         name = torch.cuda.get_device_name(self.device) if self.on_gpu else None
         device = "cuda" if self.on_gpu else "cpu"
@@ -147,14 +152,3 @@ class GptTrainer:
         return token_result(
             job, settings, "torch", device, self.world, times, trajectory, name, peak_memory
         )
-
-    def _maxima(self, values: list[float]) -> list[float]:
-        """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
-        if self.world == 1:
-            return values
-        torch = self.torch
-        import torch.distributed as dist
-
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        return list(tensor.tolist())

@@ -18,7 +18,7 @@ from typing import Any
 
 from dltui.bench.cpus import usable_cpus
 from dltui.bench.models import torch_zoo
-from dltui.bench.ranks import Reporter, ShouldStop, join_process_group
+from dltui.bench.ranks import Reporter, ShouldStop, across_ranks, join_process_group
 from dltui.bench.training import TrainJob, profile
 from dltui.bench.training.settings import (
     MOMENTUM,
@@ -148,27 +148,6 @@ class _Trainer:
 
         return model, step_of(net), step_of
 
-    def _slowest(self, values: list[float]) -> list[float]:
-        """Each value's maximum over the ranks: a step is as slow as its slowest rank."""
-        if self.world == 1:
-            return values
-        torch = self.torch
-        import torch.distributed as dist
-
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        return tensor.tolist()
-
-    def _sum(self, values: list[float]) -> list[float]:
-        if self.world == 1:
-            return values
-        torch = self.torch
-        import torch.distributed as dist
-
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(tensor)
-        return tensor.tolist()
-
     def throughput(self) -> ModelResult | None:
         torch, job, settings = self.torch, self.job, self.settings
         model, step, step_of = self._network(job.classes)
@@ -201,7 +180,7 @@ class _Trainer:
                 step(images, labels)
                 times.append(time.perf_counter() - begin)
                 self.report.progress((job.warmup + done + 1) / total)
-        times = self._slowest(times)
+        times = across_ranks(times, self.device, self.world, largest=True)
         device = "cuda" if self.on_gpu else "cpu"
         result = throughput_result(
             job, settings, "torch", device, self.world, job.image_size, times
@@ -351,7 +330,8 @@ class _Trainer:
                 predicted = model(self._pixels(images[chunk])).argmax(1)
                 correct += int((predicted == labels[chunk]).sum())
         model.train()
-        right, total = self._sum([float(correct), float(len(images))])
+        right, total = across_ranks([float(correct), float(len(images))], self.device, self.world,
+                                    largest=False)  # fmt: skip
         return right / total if total else 0.0
 
 
