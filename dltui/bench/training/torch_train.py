@@ -36,7 +36,7 @@ from dltui.protocol.messages import ModelResult, StepProfile
 PROFILED_STEPS = 3
 """Steps a profile takes the median of."""
 OVERHEAD_STEPS = 4
-"""Pairs of steps, bare and wrapped in DDP, whose medians give DDP's own cost."""
+"""Steps bare, then as many wrapped in DDP, whose medians give DDP's own cost."""
 
 
 def train(
@@ -197,36 +197,40 @@ class _Trainer:
                           images: Any, labels: Any) -> float:  # fmt: skip
         """What DDP's own machinery adds to a step (its hooks, its bucket views, its buffers),
         as a fraction of the bare step: DDP over a group of this one rank, so nothing crosses
-        a link, step for step against the bare model. On a GPU the quickest of each, by the
-        device's clock; on a CPU the process's CPU time, which a CPU quota's throttling does
-        not blur (the step is CPU-bound, so its time grows as its CPU time does)."""
+        a link. The bare steps come first: once wrapped, DDP's hooks on the parameters fire in
+        a bare step too. On a GPU the quickest of each, by the device's clock; on a CPU the
+        process's CPU time, which a CPU quota's throttling does not blur (the step is
+        CPU-bound, so its time grows as its CPU time does)."""
         torch = self.torch
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
 
+        clock = _Clock(torch, self.on_gpu)
+
+        def timed(step: Callable[[Any, Any], Any]) -> float:
+            spent = []
+            for _ in range(OVERHEAD_STEPS):
+                start, cpu = clock.now(), time.process_time()
+                step(images, labels)
+                end = clock.now()
+                clock.wait()
+                spent.append(
+                    clock.seconds(start, end) if self.on_gpu else time.process_time() - cpu
+                )
+            return min(spent) if self.on_gpu else median(spent)
+
+        bare_s = timed(step_of(model))
         backend = "nccl" if self.on_gpu else "gloo"
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
         try:
             ids = [self.device.index] if self.on_gpu else None
             wrapped = step_of(DistributedDataParallel(model, device_ids=ids,
                                                       gradient_as_bucket_view=True))  # fmt: skip
-            bare = step_of(model)
-            clock = _Clock(torch, self.on_gpu)
-            times: dict[bool, list[float]] = {True: [], False: []}
             wrapped(images, labels)  # DDP builds its buckets on its first step
-            for _ in range(OVERHEAD_STEPS):
-                for is_wrapped, step in ((False, bare), (True, wrapped)):
-                    start, cpu = clock.now(), time.process_time()
-                    step(images, labels)
-                    end = clock.now()
-                    clock.wait()
-                    spent = clock.seconds(start, end) if self.on_gpu else time.process_time() - cpu
-                    times[is_wrapped].append(spent)
+            wrapped_s = timed(wrapped)
         finally:
             dist.destroy_process_group()
-        pick = min if self.on_gpu else median
-        bare_s = pick(times[False])
-        return max(0.0, pick(times[True]) - bare_s) / bare_s
+        return max(0.0, wrapped_s - bare_s) / bare_s
 
     def _profile(self, model: Any, step: Callable[[Any, Any], Any], images: Any,
                  labels: Any) -> StepProfile | None:  # fmt: skip
