@@ -19,7 +19,7 @@ from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
 OTHER_COLLECTIVES = COLLECTIVES[1:]
 """All-reduce runs DeepBench's sizes; the others nccl-tests' sweep of 1 KB to 4 GB."""
 SET_CASES = {
-    "tiny": {"gemm": 4, "conv": 3, "rnn": 3, "attention": 3, "allreduce": 2, "bandwidth": 2}
+    "tiny": {"gemm": 4, "conv": 3, "rnn": 3, "attention": 3, "allreduce": 5, "bandwidth": 2}
     | dict.fromkeys(OTHER_COLLECTIVES, 2),
     "quick": {"gemm": 10, "conv": 10, "rnn": 10, "attention": 12, "allreduce": 7, "bandwidth": 3}
     | dict.fromkeys(OTHER_COLLECTIVES, 6),

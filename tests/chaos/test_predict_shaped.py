@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.predict_shaped import error, run
-from tests.conftest import require
+from tests.conftest import SLOW, require
 from tests.netns import unavailable
 
 REASON = unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), SLOW]
 
 
 def test_predictions_hold_on_a_shaped_link_for_both_frameworks():

@@ -146,7 +146,7 @@ async def test_benchmark_results_and_progress_are_metrics(agent_factory):
 
 async def test_a_gpt_runs_tokens_per_second_is_a_metric(agent_factory):
     require("torch")
-    from tests.integration.test_jobs import until
+    from tests.agents import until
 
     agent = agent_factory("--metrics", "127.0.0.1:0")
     url = metrics_url(agent)

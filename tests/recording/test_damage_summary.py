@@ -11,8 +11,7 @@ from pathlib import Path
 from dltui.protocol.messages import Ping
 from dltui.recording.format import Header, Record, decode_header, encode_header, encode_record
 from dltui.recording.reader import RecordingReader
-from tests.conftest import ROOT, dltui_command
-from tests.tui.test_replay_app import FIXTURES
+from tests.conftest import FIXTURES, ROOT, dltui_command
 
 FIXTURE = ROOT / "tests" / "fixtures" / "h200x2-kernels.dlrec"  # version 1
 SHORT = 300

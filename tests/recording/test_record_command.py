@@ -10,23 +10,14 @@ import pytest
 
 from dltui.commands.exit_status import UNREACHABLE
 from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
-from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
+from tests.recordings import seconds_on_disk
 
 
 def records_of(path):
     reader = RecordingReader(path)
     return reader, reader.read_all()
-
-
-def seconds_on_disk(path) -> float:
-    """How long a recording still being written spans so far, by its samples' receive times."""
-    try:
-        received = [r.received for r in RecordingReader(path) if isinstance(r.message, Sample)]
-    except RecordingError:  # not there yet, or its header not yet whole
-        return -1.0
-    return received[-1] - received[0] if received else -1.0
 
 
 @pytest.fixture(scope="module")

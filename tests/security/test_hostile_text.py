@@ -36,9 +36,9 @@ from dltui.recording.writer import RecordingWriter
 from dltui.tui.replay_app import create_replay_app
 from tests.agents import connect
 from tests.conftest import ROOT, dltui_command
+from tests.fakes.hostile import HOSTILE_COMM, NAMED
+from tests.tui.pilot import screen_text, wait_until
 from tests.tui.synthetic import server_messages
-from tests.tui.test_app import screen_text, wait_until
-from tests.unit.test_processes import HOSTILE_COMM, NAMED
 
 FRAGMENTS = ["[/]", "[bold", "[b]x[/b]", "\x1b]0;owned\x07", "\x1b[2J", "\x1b[31m", "\\[",
              "\\", "|", "<script>alert(1)</script>", "\n", "\r", "\u202e", "\x00", "\x9b",

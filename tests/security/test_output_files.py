@@ -12,9 +12,8 @@ from dltui.recording.export import export
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from dltui.recording.report import write_report
-from tests.conftest import ROOT, dltui_command, start_agent, wait_for
-from tests.recording.test_record_command import seconds_on_disk
-from tests.tui.test_replay_app import FIXTURES
+from tests.conftest import FIXTURES, ROOT, dltui_command, start_agent, wait_for
+from tests.recordings import seconds_on_disk
 
 RECORDING = FIXTURES / "cpu-kernels.dlrec"
 VICTIM = "someone else's file\n"

@@ -16,6 +16,7 @@ import pytest
 from dltui.client.connection import AgentConnection
 from dltui.client.target import SshOptions, parse_target
 from dltui.client.transport import ssh_command
+from dltui.commands.exit_status import UNREACHABLE
 from dltui.protocol.messages import Link, Sample
 from tests.conftest import ROOT, dltui_command, wait_for, wait_until
 from tests.security.sshd import start_sshd, unavailable
@@ -98,7 +99,7 @@ def test_ssh_refusals_are_said_in_words(sshd, tmp_path):
     result = probe(sshd, config=sshd.config_with(UserKnownHostsFile=str(empty)))
     assert result.returncode == 3 and "Host key verification failed" in result.stderr
     result = probe(sshd, remote="/nonexistent/dltui")
-    assert result.returncode == 2 and "not found on the remote host" in result.stderr
+    assert result.returncode == UNREACHABLE and "not found on the remote host" in result.stderr
     assert "--remote-dltui" in result.stderr
 
 

@@ -19,8 +19,8 @@ from dltui.recording.export import export
 from dltui.recording.format import Header
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.replay_app import create_replay_app
+from tests.tui.pilot import wait_for_text
 from tests.tui.synthetic import server_messages
-from tests.tui.test_app import wait_for_text
 
 FAN = FieldSpec("fan", "%", "fan speed", "fan_speed", chart=ChartSpec("fan", 100.0),
                 help="how fast the fans turn, against their maximum")  # fmt: skip

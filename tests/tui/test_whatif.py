@@ -23,8 +23,8 @@ from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.whatif import WhatIfScreen
 from dltui.tui.view import MonitorView
 from screenshots.scenes import StillTime
-from tests.tui.test_app import screen_text, wait_for_text, wait_until
-from tests.tui.test_replay_app import FIXTURES
+from tests.conftest import FIXTURES
+from tests.tui.pilot import screen_text, wait_for_text, wait_until
 
 WHATIF = FIXTURES / "cpu-whatif.dlrec"
 LAYOUTS = ("1×1", "1×2", "1×8", "2×4", "4×2", "8×1", "16×8", "64×8")

@@ -15,6 +15,7 @@ from dltui.plans.occupancy import busy_words, owner_words
 from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample, to_wire
 from dltui.telemetry.processes import Owners, Placement, command_text, placement
 from tests.conftest import wait_for
+from tests.fakes.hostile import HOSTILE_COMM, NAMED
 
 ID = "3f2a1b9c0d4e" + "5" * 52
 POD = "8d4a0d6e-3d36-4c9e-9b1e-2f7c1d2b7a10"
@@ -132,9 +133,6 @@ def test_an_older_agents_processes_are_nobodys_work_and_an_unseen_one_is_anyones
 
 
 # prctl(PR_SET_NAME) with the bytes in argv[1] (hex), then wait for stdin to close.
-NAMED = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, bytes.fromhex(sys.argv[1]), 0, 0, 0); "
-         "print(flush=True); sys.stdin.read()")  # fmt: skip
-HOSTILE_COMM = b"\xff\xfe\x1b]0;x\x07[/]"
 
 
 def test_a_process_named_with_any_bytes_is_described_and_can_be_sent(tmp_path) -> None:
