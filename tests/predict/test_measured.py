@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import ROOT, dltui_command, require
 
+pytestmark = pytest.mark.xdist_group("predict-measured")  # one worker: the fixture runs once
+
 TRAIN = ["--model", "resnet20", "--image-size", "16", "--classes", "4", "--batch", "8",
          "--device", "cpu", "--warmup", "1", "--steps", "3"]  # fmt: skip
 
