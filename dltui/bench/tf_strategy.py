@@ -14,9 +14,10 @@ import os
 from typing import Any
 
 from dltui.bench.cpus import usable_cpus
+from dltui.plans.names import DDP_BUCKET_BYTES
 
-PACK_BYTES = 25 * 2**20
-"""Gradients all-reduced together across servers, at most (DDP's bucket cap too)."""
+PACK_BYTES = DDP_BUCKET_BYTES
+"""Gradients all-reduced together across servers, at most: DDP's bucket cap."""
 CPU_REPLICAS = 2
 """Replicas on a server without GPUs when the job asks for "all"."""
 

@@ -110,6 +110,7 @@ def lines(table: WhatIf) -> list[str]:
     """The table as text, each figure marked predicted, with what it came from."""
     out = [f"# predicted: {table.workload.model}, batch {table.workload.batch} per GPU"]
     out += [f"# {source}" for source in table.sources]
+    out += [f"# not used: {note}" for note in table.notes]
     header = ["layout", "GPUs", "step", "images/s", "eff/GPU", "eff/server", "comm wait"]
     if any(row.measured_images_per_s for row in table.rows):
         header += ["measured", "error"]

@@ -56,3 +56,9 @@ one (agent/footprint.py): its benchmark workers run on all of them again (bench/
 NVML_GPUS_ENV = "DLTUI_NVML_GPUS"
 """How many GPUs the agent's NVML reports, told to each benchmark worker: on "auto", a worker
 whose framework cannot use them refuses rather than run on the CPU unseen (bench/cuda_guard.py)."""
+
+DDP_BUCKET_BYTES = 25 * 2**20
+"""DistributedDataParallel's bucket cap (bucket_cap_mb=25); dltui sets TensorFlow's packs
+across servers to the same (bench/tf_strategy.py)."""
+DDP_FIRST_BUCKET_BYTES = 2**20
+"""DDP makes its first bucket small (1 MiB) so the first all-reduce starts early."""

@@ -68,7 +68,7 @@ def answer(
         and result.images_per_s and result.error is None and result.servers
         and _engine(result) == engine
     }  # fmt: skip  # fmt: skip
-    return what_if(workload, Fabric(intra, inter), layouts, target, measured_rates)
+    return what_if(workload, Fabric(intra, inter), layouts, target, measured_rates, found.problems)
 
 
 def _engine(result: ModelResult) -> str:

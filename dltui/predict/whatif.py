@@ -38,6 +38,8 @@ class WhatIf:
     fabric: Fabric
     rows: list[Row]
     target: float | None
+    notes: list[str]
+    """Measurements that could not be used, and why."""
 
     @property
     def sources(self) -> list[str]:
@@ -60,6 +62,7 @@ class WhatIf:
             "overlap": self.workload.timing,
             "sources": self.sources,
             "target_efficiency": self.target,
+            "notes": self.notes,
             "rows": [_plain(row) for row in self.rows],
         }
 
@@ -70,6 +73,7 @@ def what_if(
     layouts: Sequence[Layout],
     target: float | None = None,
     measured: Mapping[tuple[int, int], float] | None = None,
+    notes: list[str] | None = None,
 ) -> WhatIf:
     """Each layout predicted; `measured` maps (servers, GPUs a server) to images/s measured."""
     rows = []
@@ -90,7 +94,7 @@ def what_if(
             (measured or {}).get((layout.servers, layout.gpus)),
             network,
         ))  # fmt: skip
-    return WhatIf(workload, fabric, rows, target)
+    return WhatIf(workload, fabric, rows, target, notes or [])
 
 
 def _plain(row: Row) -> dict[str, Any]:

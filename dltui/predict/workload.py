@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from dltui.protocol.messages import ModelResult
 
 MEASURED = "measured"
@@ -19,8 +20,6 @@ ASSUMED = "assumed"
 AFTER_BACKWARD = "after backward"
 """The framework all-reduces only once backward is done: nothing overlaps."""
 
-DDP_BUCKET_BYTES = 25 * 2**20
-DDP_FIRST_BUCKET_BYTES = 2**20
 ASSUMED_PIECES = 64
 """A described model's gradient, cut into this many equal pieces over backward."""
 

@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dltui.plans.formulas import median
+from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from dltui.protocol.messages import StepProfile
-
-DDP_BUCKET_BYTES = 25 * 2**20
-"""DistributedDataParallel's bucket cap (bucket_cap_mb=25)."""
-DDP_FIRST_BUCKET_BYTES = 2**20
-"""DDP makes its first bucket small (1 MiB) so the first all-reduce starts early."""
 
 
 def from_steps(
