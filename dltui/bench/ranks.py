@@ -89,6 +89,22 @@ def local_rendezvous() -> Iterator[str]:
         yield Path(folder, "store").as_uri()
 
 
+def data_parallel(model: Any, device: Any, world: int, compile_mode: str | None) -> Any:
+    """The model as the step runs it: DDP where there are several ranks, then compiled where
+    asked (`compile_mode` None: eager)."""
+    net = model
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [device.index] if device.type == "cuda" else None
+        net = DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
+    if compile_mode is not None:
+        import torch
+
+        net = torch.compile(net, mode=compile_mode)
+    return net
+
+
 def across_ranks(values: list[float], device: Any, world: int, largest: bool) -> list[float]:
     """Each value summed over the ranks, or its largest (a step is as slow as its slowest
     rank); the values themselves where there is one rank."""

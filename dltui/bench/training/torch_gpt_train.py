@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from dltui.bench.models import torch_gpt
-from dltui.bench.ranks import Reporter, ShouldStop, across_ranks
+from dltui.bench.ranks import Reporter, ShouldStop, across_ranks, data_parallel
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
 from dltui.plans import gpt
@@ -62,14 +62,8 @@ class GptTrainer:
                 fully_shard(block, mp_policy=policy)
             net = fully_shard(model, mp_policy=policy)
         else:
-            net = model
-            if self.world > 1:
-                from torch.nn.parallel import DistributedDataParallel
-
-                ids = [self.device.index] if self.on_gpu else None
-                net = DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
-            if settings.compile:
-                net = torch.compile(net, mode=self.job.compile_mode)
+            mode = self.job.compile_mode if settings.compile else None
+            net = data_parallel(model, self.device, self.world, mode)
         optimizer = torch.optim.AdamW(
             model.parameters(), lr=self.job.learning_rate, betas=BETAS,
             weight_decay=WEIGHT_DECAY, **({"fused": True} if self.on_gpu else {}),

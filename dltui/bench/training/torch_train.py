@@ -18,7 +18,13 @@ from typing import Any
 
 from dltui.bench.cpus import usable_cpus
 from dltui.bench.models import torch_zoo
-from dltui.bench.ranks import Reporter, ShouldStop, across_ranks, join_process_group
+from dltui.bench.ranks import (
+    Reporter,
+    ShouldStop,
+    across_ranks,
+    data_parallel,
+    join_process_group,
+)
 from dltui.bench.training import TrainJob, profile
 from dltui.bench.training.settings import (
     MOMENTUM,
@@ -110,14 +116,8 @@ class _Trainer:
         torch, settings = self.torch, self.settings
         model = torch_zoo.build(self.job.model, classes)
         model = model.to(self.device, memory_format=self.memory_format)
-        net = model
-        if self.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
-
-            ids = [self.device.index] if self.on_gpu else None
-            net = DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
-        if settings.compile:
-            net = torch.compile(net, mode=self.job.compile_mode)
+        mode = self.job.compile_mode if settings.compile else None
+        net = data_parallel(model, self.device, self.world, mode)
         global_batch = settings.batch * self.world
         optimizer = torch.optim.SGD(
             model.parameters(),
