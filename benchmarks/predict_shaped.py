@@ -3,10 +3,11 @@
 Hosts are network namespaces (agents/netns-cluster.sh), each with its own address, its link
 shaped with tc (tbf, each way) and its CPU held to a fixed quota through a cgroup, so that the
 hosts compute as separate machines would on a 2-core box. For each link rate, it measures the
-all-reduce curve between two hosts (per framework), then for each workload, interleaved and
-repeated: the one-host profile (one process, `dltui bench models --gpus 1`), and real training
-across 2 and 4 hosts (`--scale-out`). Each multi-host run is predicted by `dltui predict` fed
-only with that repeat's one-host profile and the curve of the same links; the medians over the
+all-reduce curves across 2 hosts and across 4 (per framework), then for each workload,
+interleaved and repeated: the one-host profile (one process, `dltui bench models --gpus 1`), and
+real training across 2 and 4 hosts (`--scale-out`). Each multi-host run is predicted by `dltui
+predict` fed only with that repeat's one-host profile and the curves of the same links (each
+layout takes the curve measured across the most hosts up to its own); the medians over the
 repeats are compared.
 
     sudo python benchmarks/predict_shaped.py [--rates 1gbit,300mbit,100mbit] [--hosts 2,4]
@@ -101,12 +102,12 @@ class Runner:
         self.count += 1
         return self.folder / f"{self.count:03d}-{what}.json"
 
-    def curve(self, framework: str) -> Path:
-        """All-reduce between hosts 1 and 2, one process each, the tiny set's sizes."""
-        out = self._out(f"curve-{framework}")
+    def curve(self, framework: str, hosts: int) -> Path:
+        """All-reduce across hosts 1 to `hosts`, one process each, the tiny set's sizes."""
+        out = self._out(f"curve-{framework}-{hosts}hosts")
         self._dltui("bench", "kernels", "--framework", framework, "--kind", "allreduce",
                     "--set", "tiny", "--device", "cpu", "--gpus", "1", "--max-seconds", "1",
-                    *self._agents(2), "--json", str(out))  # fmt: skip
+                    *self._agents(hosts), "--json", str(out))  # fmt: skip
         return out
 
     def train(self, workload: Workload, hosts: int) -> Path:
@@ -117,9 +118,9 @@ class Runner:
                     str(out))  # fmt: skip
         return out
 
-    def predict(self, profile: Path, curve: Path, hosts: int) -> float:
-        done = self._dltui("predict", str(profile), str(curve), "--layouts", f"{hosts}x1",
-                           "--json", "-")  # fmt: skip
+    def predict(self, profile: Path, curves: list[Path], hosts: int) -> float:
+        done = self._dltui("predict", str(profile), *map(str, curves), "--layouts",
+                           f"{hosts}x1", "--json", "-")  # fmt: skip
         (row,) = json.loads(done.stdout)["rows"]
         if row["predicted_images_per_s"] is None:
             raise RuntimeError(f"no prediction: {row['missing']}")
@@ -140,7 +141,7 @@ def compare(
     workload: Workload,
     hosts: list[int],
     repeats: int,
-    curve: Path,
+    curves: list[Path],
     say: Callable[[str], None],
 ) -> list[dict[str, object]]:
     """Rows for one workload at one rate: each host count's medians over the repeats."""
@@ -152,7 +153,7 @@ def compare(
         one_host.append(measured_rate(profile))
         for n in hosts:
             measured[n].append(measured_rate(runner.train(workload, n)))
-            predicted[n].append(runner.predict(profile, curve, n))
+            predicted[n].append(runner.predict(profile, curves, n))
             say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
                 f"{measured[n][-1]:.3g}, predicted {predicted[n][-1]:.3g} images/s")  # fmt: skip
     rows = []
@@ -204,7 +205,8 @@ def run(
             for rate in rates:
                 for host in range(1, max(hosts) + 1):
                     cluster.shape(host, rate)
-                curves = {framework: runner.curve(framework) for framework in frameworks}
+                curves = {framework: [runner.curve(framework, n) for n in hosts if n > 1]
+                          for framework in frameworks}  # fmt: skip
                 for workload in workloads(frameworks, ratios):
                     rows += compare(runner, cluster, rate, workload, hosts, repeats,
                                     curves[workload.framework], say)  # fmt: skip

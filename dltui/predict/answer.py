@@ -56,9 +56,11 @@ def answer(
     engine = _engine_of(models, name)
     intra = found.curves.get((engine, INTRA))
     inter = found.curves.get((engine, INTER))
+    inter_measured = found.across.get(engine, {})
     if server is not None:
         intra = server.fabric.intra or intra
-        inter = server.fabric.inter or inter
+        if server.fabric.inter is not None:  # a described network stands for every ring
+            inter, inter_measured = server.fabric.inter, {}
     if layouts is None:
         layouts = _default_layouts(server)
     measured_rates = {
@@ -67,8 +69,9 @@ def answer(
         if result.model == workload.model and result.batch == workload.batch
         and result.images_per_s and result.error is None and result.servers
         and _engine(result) == engine
-    }  # fmt: skip  # fmt: skip
-    return what_if(workload, Fabric(intra, inter), layouts, target, measured_rates, found.problems)
+    }  # fmt: skip
+    fabric = Fabric(intra, inter, inter_measured)
+    return what_if(workload, fabric, layouts, target, measured_rates, found.problems)
 
 
 def _engine(result: ModelResult) -> str:

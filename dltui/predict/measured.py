@@ -23,7 +23,9 @@ def engine(framework: str, device: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Measured:
     curves: dict[tuple[str, str], LinkCurve]
-    """(engine, level) → the curve."""
+    """(engine, level) → the curve (between servers: the one measured across the most)."""
+    across: dict[str, dict[int, LinkCurve]]
+    """Engine → servers → the curve measured across that many servers."""
     workloads: dict[str, Workload]
     """Model → the workload of its latest one-GPU profile."""
     problems: list[str]
@@ -56,16 +58,21 @@ def gather(
         if result.cpu_s is not None:
             cpu[key].append((floats * 4.0, result.cpu_s))
     curves: dict[tuple[str, str], LinkCurve] = {}
-    for key, points in groups.items():
+    across: dict[str, dict[int, LinkCurve]] = defaultdict(dict)
+    for key, points in sorted(groups.items(), key=lambda item: item[0][3]):
         name, server, device, servers, ranks = key
         level = links.INTER if servers > 1 else links.INTRA
         unit = "GPUs" if device == "cuda" else "processes"
         where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
         source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
         try:
-            curves[(name, level)] = links.fit(level, ranks, points, source, cpu[key])
+            curve = links.fit(level, ranks, points, source, cpu[key])
         except ValueError as exc:
             problems.append(f"{server}: {exc}")
+            continue
+        curves[(name, level)] = curve
+        if level == links.INTER:
+            across[name][servers] = curve
     workloads: dict[str, Workload] = {}
     for server, model in models:
         if model.profile is None or model.error or model.gpus != 1 or model.servers != 1:
@@ -74,4 +81,4 @@ def gather(
             workloads[model.model] = workload.from_result(model, server)
         except ValueError as exc:
             problems.append(str(exc))
-    return Measured(curves, workloads, problems)
+    return Measured(curves, dict(across), workloads, problems)

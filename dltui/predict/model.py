@@ -11,7 +11,8 @@ one GPU a server, a ring over the one link level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from dltui.predict.links import LinkCurve
 from dltui.predict.workload import AFTER_BACKWARD, Workload, buckets
@@ -48,6 +49,15 @@ class Fabric:
 
     intra: LinkCurve | None
     inter: LinkCurve | None
+    inter_measured: Mapping[int, LinkCurve] = field(default_factory=dict)
+    """Curves between servers measured across that many servers. A ring's step is not the
+    same on every ring (a switch's ports, each host's stack): a layout takes the curve
+    measured across the most servers up to its own, scaled from there by the ring model."""
+
+    def across(self, servers: int) -> LinkCurve | None:
+        """The curve between servers for a ring of `servers`."""
+        fitting = [n for n in self.inter_measured if n <= servers]
+        return self.inter_measured[max(fitting)] if fitting else self.inter
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +84,10 @@ def allreduce_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
     servers, gpus = layout.servers, layout.gpus
     if layout.total == 1:
         return 0.0
-    intra, inter = fabric.intra, fabric.inter
+    intra = fabric.intra
     if servers == 1:
         return _need(intra, "inside a server").ring(gpus, nbytes)
-    across = _need(inter, "between servers")
+    across = _need(fabric.across(servers), "between servers")
     if gpus == 1:
         return across.ring(servers, nbytes)
     inside = _need(intra, "inside a server")
@@ -93,7 +103,7 @@ def allreduce_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
 def allreduce_cpu_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
     """The CPU time one rank spends on that all-reduce (0 where the curves say none)."""
     servers, gpus = layout.servers, layout.gpus
-    intra, inter = fabric.intra, fabric.inter
+    intra, inter = fabric.intra, fabric.across(servers)
     inside = intra.ring_cpu(gpus, nbytes) if intra is not None else 0.0
     across = inter.ring_cpu(servers, nbytes) if inter is not None else 0.0
     return inside + across
@@ -158,7 +168,7 @@ def network_for(workload: Workload, layout: Layout, fabric: Fabric, target: floa
     0.0 where the layout needs no network."""
     if layout.servers == 1:
         return 0.0
-    base = fabric.inter
+    base = fabric.across(layout.servers)
     if base is None:
         raise MissingLink("no link curve between servers to vary")
 

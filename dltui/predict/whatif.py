@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dltui.predict.links import LinkCurve
 from dltui.predict.model import Fabric, Layout, Prediction, efficiency_vs_server, network_for
 from dltui.predict.model import predict as predict_layout
 from dltui.predict.workload import Workload
@@ -45,8 +46,10 @@ class WhatIf:
     def sources(self) -> list[str]:
         """What every figure came from, in words."""
         found = [f"step: {self.workload.source} ({self.workload.timing})"]
-        for name, curve in (("inside a server", self.fabric.intra),
-                            ("between servers", self.fabric.inter)):  # fmt: skip
+        inter: list[LinkCurve | None] = [*self.fabric.inter_measured.values()]
+        for name, curve in [("inside a server", self.fabric.intra)] + [
+            ("between servers", curve) for curve in inter or [self.fabric.inter]
+        ]:
             if curve is not None:
                 fitted = f", fit within {curve.error:.1%}" if curve.error is not None else ""
                 found.append(f"{name}: {curve.source}; {curve.busbw / 1e9:.3g} GB/s bus "
@@ -83,7 +86,7 @@ def what_if(
         network = None
         if target is not None and prediction.missing is None:
             busbw = network_for(workload, layout, fabric, target)
-            inter = fabric.inter
+            inter = fabric.across(layout.servers)
             if busbw is not None and inter is not None:
                 network = busbw / inter.efficiency * 8 / 1e9
             elif busbw == 0.0:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dltui.predict import links, workload
+from dltui.predict import links, measured, workload
 from dltui.predict.links import INTER, INTRA, LinkCurve
 from dltui.predict.model import (
     Fabric,
@@ -17,6 +17,7 @@ from dltui.predict.model import (
     predict,
 )
 from dltui.predict.workload import AFTER_BACKWARD, MEASURED, Workload, buckets
+from dltui.protocol.messages import KernelResult
 
 MB = 10**6
 GB = 10**9
@@ -53,6 +54,37 @@ def test_across_servers_the_all_reduce_is_reduce_scatter_ring_all_gather():
     assert allreduce_s(size, Layout(4, 8), fabric) == pytest.approx(2 * inside + across)
     assert allreduce_s(size, Layout(1, 8), fabric) == pytest.approx(2 * 7 / 8 * size / (100 * GB))
     assert allreduce_s(size, Layout(4, 1), fabric) == pytest.approx(across)
+
+
+def test_a_ring_takes_the_curve_measured_across_the_most_servers_up_to_its_own():
+    # Measured across 2 servers: 1 GB/s, 0.1 ms a step; across 4: 0.5 GB/s, 1 ms a step.
+    two, four = curve(INTER, busbw=1 * GB, alpha=1e-4), curve(INTER, busbw=0.5 * GB, alpha=1e-3)
+    fabric = Fabric(None, four, {2: two, 4: four})
+    size = 100 * MB
+    assert allreduce_s(size, Layout(2, 1), fabric) == pytest.approx(2 * 1e-4 + size / GB)
+    # 3 servers: the 2-server curve, scaled by the ring model.
+    assert allreduce_s(size, Layout(3, 1), fabric) == pytest.approx(4 * 1e-4 + 4 / 3 * size / GB)
+    # 4 and 16: the 4-server curve.
+    assert allreduce_s(size, Layout(4, 1), fabric) == pytest.approx(6e-3 + 1.5 * size / (GB / 2))
+    assert allreduce_s(size, Layout(16, 1), fabric) == pytest.approx(four.ring(16, size))
+    # Without measured rings, the one curve stands for all.
+    assert allreduce_s(size, Layout(4, 1), Fabric(None, two)) == pytest.approx(two.ring(4, size))
+
+
+def test_measured_curves_are_kept_per_server_count_and_chosen_by_the_layout():
+    def allreduce(servers: int, floats: int, link: LinkCurve) -> KernelResult:
+        return KernelResult("allreduce", "torch", "cpu", "fp32", "fwd", f"{floats}",
+                            params={"ranks": servers, "servers": servers, "floats": floats},
+                            median_s=link.ring(servers, floats * 4.0))  # fmt: skip
+
+    two, four = curve(INTER, busbw=1 * GB, alpha=1e-4), curve(INTER, busbw=0.5 * GB, alpha=1e-3)
+    results = [(f"host{n}", allreduce(n, floats, link))
+               for n, link in ((4, four), (2, two)) for floats in (1_000, 1_000_000)]  # fmt: skip
+    found = measured.gather(results, [])
+    assert sorted(found.across["gloo"]) == [2, 4]
+    assert found.across["gloo"][2].busbw == pytest.approx(two.busbw)
+    assert found.across["gloo"][4].alpha_s == pytest.approx(four.alpha_s)
+    assert found.curves[("gloo", INTER)].alpha_s == pytest.approx(four.alpha_s)  # the widest
 
 
 def test_overlap_hides_all_communication_that_fits_in_backward():
