@@ -40,7 +40,7 @@ from dltui.plans.check import PlanError
 from dltui.recording.live import start_recording, stop_recording
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.command_line import PLAN_WORDS, CommandError, CommandLine, parse
-from dltui.tui.plans import Choice, make_launch
+from dltui.tui.launch_plans import Choice, make_launch
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen
