@@ -42,16 +42,21 @@ def fmt_bytes(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def gib_figure(value: float | None) -> str:
+    """Memory in GiB with one decimal and no unit, for a column whose heading names it: '0.6'."""
+    return NONE if value is None else f"{value / GIB:.1f}"
+
+
 def fmt_memory(value: float | None) -> str:
     """Memory, always in GiB with one decimal, as GPUs and hosts are sold: '0.6 GiB'."""
-    return NONE if value is None else f"{value / GIB:.1f} GiB"
+    return NONE if value is None else f"{gib_figure(value)} GiB"
 
 
 def fmt_memory_of(used: float | None, total: float | None) -> str:
     """'0.6/140.0 GiB': memory used of the total, one unit for both."""
     if used is None or not total:
         return fmt_memory(used)
-    return f"{used / GIB:.1f}/{total / GIB:.1f} GiB"
+    return f"{gib_figure(used)}/{gib_figure(total)} GiB"
 
 
 def fmt_rate(value: float | None) -> str:
@@ -63,6 +68,15 @@ def fmt_rate(value: float | None) -> str:
             return f"{value:.0f} {prefix}B/s" if not prefix else f"{value:.1f} {prefix}B/s"
         value /= 1000
     raise AssertionError("unreachable")
+
+
+def gbps_figure(value: float | None) -> str:
+    """A rate in GB/s in at most four cells and no unit, for a column whose heading names it:
+    '0.0', '5.0', '63', '450'."""
+    if value is None:
+        return NONE
+    gbps = value / GB
+    return f"{gbps:.1f}" if gbps < 9.95 else f"{gbps:.0f}"
 
 
 def fmt_count(value: float | None) -> str:

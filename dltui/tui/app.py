@@ -11,46 +11,38 @@ user opens the launcher (`b`), which returns the run to start; the run's progres
 while there is one), the results (`v`; `w` there: what-if), a server's detail (`d`), the
 overlay (`o`). Every action is in the command palette (ctrl+p) and behind a `:` command
 (`command_line.py`).
+
+The app is composed of parts, a mixin each (`app_part.py`): the `:` command line and the `/`
+filter (`command_and_filter.py`), a benchmark run from its start to its results
+(`benchmark_runs.py`) and the recording `r` toggles (`recording_toggle.py`). Here: the columns
+and their redraw, the title line, the palette, how the servers are shown and the other screens.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
-from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.notifications import SeverityLevel
-from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Header, Input
+from textual.widgets import Header
 
 from dltui.client.session import WATCH_BATCH_S, ClientSession
 from dltui.client.target import Target
 from dltui.fleet.state import Fleet, ServerView
-from dltui.formatting import fmt_bytes
-from dltui.plans.check import PlanError
-from dltui.recording.live import start_recording, stop_recording
-from dltui.recording.writer import RecordingWriter
-from dltui.tui.command_line import PLAN_WORDS, CommandError, CommandLine, parse
-from dltui.tui.plans import Choice, make_launch
-from dltui.tui.run import BenchmarkRun
+from dltui.tui.benchmark_runs import BenchmarkRuns
+from dltui.tui.command_and_filter import CommandAndFilter
+from dltui.tui.recording_toggle import RecordingToggle
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.help import HelpScreen
-from dltui.tui.screens.launcher import LauncherScreen, Start
 from dltui.tui.screens.overlay import OverlayScreen
-from dltui.tui.screens.progress import Next, ProgressScreen
-from dltui.tui.screens.results import ResultsScreen
 from dltui.tui.screens.topology import TopologyScreen
-from dltui.tui.screens.whatif import WhatIfScreen
 from dltui.tui.terminal import watch_terminal
 from dltui.tui.view import Mode, MonitorView
 from dltui.tui.widgets.fitted_footer import FittedFooter
@@ -76,7 +68,7 @@ THEMES = ("textual-dark", "textual-light")
 WINDOW_WORDS = {"1m": 60.0, "10m": 600.0, "1h": 3600.0}
 
 
-class DltuiApp(App[None]):
+class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
     """Servers side by side, one column each; the app owns the fleet and the session."""
 
     TITLE = "dltui"
@@ -104,9 +96,6 @@ class DltuiApp(App[None]):
                                                "overlay", "command_line")  # fmt: skip
     """The footer's keys, most wanted first: what its width cannot hold goes from the end."""
 
-    name_filter: reactive[str] = reactive("", init=False)
-    """Show only the servers whose name or address holds this (any case)."""
-
     def __init__(
         self, fleet: Fleet, session: ClientSession, view: MonitorView | None = None
     ) -> None:
@@ -118,11 +107,7 @@ class DltuiApp(App[None]):
         self.strip = ServerStrip(self.view, OffScreen())
         self._drawn_version = -1
         self._turn = 0
-        self.recorder: RecordingWriter | None = None
         self._summary = ""
-        self._filtered: tuple[str, int] = ("", 0)
-        self.bench_run: BenchmarkRun | None = None
-        """The run started from the launcher, until the user starts a new one."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -144,8 +129,7 @@ class DltuiApp(App[None]):
 
     async def on_unmount(self) -> None:
         """Close the session, so a spawned local agent sees its stdin close and exits."""
-        if self.recorder is not None:
-            self.recorder.close()
+        self._close_recording()
         await self.session.close()
 
     async def redraw(self) -> None:
@@ -206,15 +190,7 @@ class DltuiApp(App[None]):
         content = content.highlight_regex(r"▲ \d+ critical", style="bold $text-error")
         return content.highlight_regex(r"\d+ warning", style="bold $text-warning")
 
-    def _run_status(self) -> str:
-        run = self.bench_run
-        if run is None:
-            return ""
-        done = sum(p.fraction for p in run.progress(self.fleet)) / max(len(run.members), 1)
-        how = f" {done:.0%}" if run.state == "running" else ""
-        return f" · ▶ {run.words()}{how}"
-
-    # --- the palette and the command line ----------------------------------------------------
+    # --- the palette -------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every key of the screen the palette opened from, by its name, then what has no key
@@ -243,98 +219,9 @@ class DltuiApp(App[None]):
             )
         yield from textual
 
-    async def action_command_line(self) -> None:
-        """The `:` line above the footer; made on first use."""
-        found = self.screen_stack[0].query("#command")
-        box = found.first(CommandLine) if found else CommandLine()
-        if not found:
-            await self.screen_stack[0].mount(box)
-        box.value = ""
-        box.display = True
-        box.focus()
-
-    async def run_command(self, line: str) -> None:
-        """Run a `:` line; a line that names nothing says so, with a suggestion."""
-        try:
-            command, argument = parse(line)
-        except CommandError as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        if not hasattr(self, f"action_{command.action}"):
-            self.notify(f":{command.name} is for replays", severity="warning")
-            return
-        if command.argument or command.name in ("compact", "panels"):
-            await self.run_action(f"{command.action}({argument!r})")
-        else:
-            await self.run_action(command.action)
-
-    # --- filter ------------------------------------------------------------------------------
-
-    async def action_filter(self) -> None:
-        """A line above the footer; made on first use, so every screen built on the server
-        strip (the replay's too) gets it."""
-        found = self.screen_stack[0].query("#filter")
-        if found:
-            box = found.first(Input)
-        else:
-            box = Input(
-                placeholder="filter servers by name (enter: keep, escape: clear)", id="filter"
-            )
-            await self.screen_stack[0].mount(box, after=self.strip)
-        box.display = True
-        box.focus()
-
-    def action_set_filter(self, text: str) -> None:
-        self.name_filter = text.strip()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.name_filter = event.value.strip()
-
-    def watch_name_filter(self) -> None:
-        self._apply_filter()
-        self._summary = self._fleet_words()
-
-    async def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id in ("filter", "command"):
-            event.input.display = False
-            self._focus_columns()
-        if event.input.id == "command":
-            await self.run_command(event.value)
-
-    def on_key(self, event: events.Key) -> None:
-        if event.key != "escape":
-            return
-        box = self.focused
-        if isinstance(box, Input) and box.id in ("filter", "command"):
-            if box.id == "filter":
-                box.value = ""
-            box.display = False
-            self._focus_columns()
-        elif self.name_filter and self.screen is self.screen_stack[0]:
-            for kept in self.screen.query("#filter").results(Input):  # kept with enter
-                kept.value = ""
-            self.name_filter = ""
-
     def action_interrupt(self) -> None:
         """Ctrl-C quits, as in every top-like tool, with the status of an interrupt."""
         self.exit(return_code=130)
-
-    def _focus_columns(self) -> None:
-        shown = self.strip.on_screen()
-        (shown[0] if shown else self.strip).focus()
-
-    def _apply_filter(self) -> None:
-        """Show the servers whose name or address contains the filter (any case)."""
-        wanted = self.name_filter.lower()
-        state = (wanted, len(self.strip.columns))
-        if state == self._filtered:
-            return
-        self._filtered = state
-        for column in self.strip.columns:
-            server = column.server
-            column.display = not wanted or wanted in f"{server.name} {server.source}".lower()
-        self.strip.share_width()
 
     # --- how the servers are shown -----------------------------------------------------------
 
@@ -382,54 +269,6 @@ class DltuiApp(App[None]):
 
     # --- screens -----------------------------------------------------------------------------
 
-    def action_launch(self) -> None:
-        """The launcher's form, or the progress of the run it started."""
-        if not self.session.connections:
-            self.notify("benchmarks run on live agents; a replay shows what was recorded")
-        elif self.bench_run is None:
-            self.push_screen(LauncherScreen(self.fleet), self._start)
-        else:
-            self.push_screen(ProgressScreen(self.bench_run, self.fleet), self._after_progress)
-
-    def action_bench(self, words: str = "") -> None:
-        """`:bench PLAN` starts a plan on every live server; alone, the launcher."""
-        if not words:
-            self.action_launch()
-            return
-        plan = PLAN_WORDS.get(words.lower(), "file" if words.endswith(".toml") else "")
-        if not plan:
-            self.notify(
-                f"no plan '{words}': {', '.join(PLAN_WORDS)} or a .toml file",
-                severity="warning",
-                markup=False,
-            )
-            return
-        live = [s for s, server in self.fleet.servers.items() if server.link == "live"]
-        inventories = [self.fleet.servers[s].inventory for s in live]
-        choice = Choice(plan, plan_file=words if plan == "file" else "")
-        try:
-            launch = make_launch(choice, [i for i in inventories if i is not None])
-        except PlanError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return
-        self._start(Start(launch, live))
-
-    def action_results(self) -> None:
-        if not isinstance(self.screen, ResultsScreen):
-            self.push_screen(ResultsScreen(self.fleet))
-
-    def action_phases(self) -> None:
-        self.push_screen(ResultsScreen(self.fleet, tab="phases"))
-
-    def action_whatif(self) -> None:
-        if not isinstance(self.screen, WhatIfScreen):
-            self.push_screen(WhatIfScreen(self.fleet))
-
-    def action_export(self) -> None:
-        screen = ResultsScreen(self.fleet)
-        self.push_screen(screen)
-        self.call_after_refresh(screen.action_export)
-
     def action_detail(self) -> None:
         server = self._current_server()
         if server is None:
@@ -464,55 +303,8 @@ class DltuiApp(App[None]):
             else THEMES[0]
         )
 
-    # --- benchmark runs ----------------------------------------------------------------------
-
-    def _start(self, start: Start | None) -> None:
-        """What the launcher returned: a run to start, and its progress to show."""
-        if start is None:
-            return
-        try:
-            self.start_run(start)
-        except (PlanError, RuntimeError) as exc:
-            self.notify(f"the run could not start: {exc}", severity="error", markup=False)
-            return
-        self.action_launch()
-
-    def _after_progress(self, next_step: Next | None) -> None:
-        if next_step == "new":
-            self.bench_run = None
-            self.action_launch()
-        elif next_step == "results":
-            self.action_results()
-
-    def start_run(self, start: Start) -> BenchmarkRun:
-        """Start the launch's plans on these servers; RuntimeError when one is not live or a
-        run is going, PlanError when a plan cannot run on them."""
-        if self.bench_run is not None and self.bench_run.state == "running":
-            raise RuntimeError("a run is already going: cancel it (x) or wait for it")
-        by_source = {connection.source: connection for connection in self.session.connections}
-        members = []
-        for source in start.sources:
-            connection = by_source.get(source)
-            if connection is None or connection.state != "live" or connection.welcome is None:
-                raise RuntimeError(f"{source} is not live")
-            members.append(connection)
-        launch = start.launch
-        run = BenchmarkRun(launch.plans, members, description=launch.description)
-        self.bench_run = run
-        self.run_worker(self._run(run), name="benchmark run", group="benchmark")
-        return run
-
-    async def _run(self, run: BenchmarkRun) -> None:
-        state = await self.session.run_plans(run)
-        for screen in self.screen_stack:  # nothing left to cancel, on the main screen's footer
-            screen.refresh_bindings()  # too, which shows under the run's progress
-        severity: SeverityLevel = "information" if state == "done" else "warning"
-        self.notify(
-            f"{run.description}: {state} — press v for the results",
-            severity=severity,
-            timeout=10,
-            markup=False,
-        )
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys are offered only where they do something: a run to cancel, agents to run on,
@@ -524,49 +316,6 @@ class DltuiApp(App[None]):
         if action in MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]
         return True
-
-    async def action_cancel_run(self) -> None:
-        if self.bench_run is not None and self.bench_run.state == "running":
-            self.notify("cancelling the run …")
-            await self.bench_run.cancel()
-
-    def _recording_status(self) -> str:
-        recorder = self.recorder
-        if recorder is None:
-            return ""
-        return f" · ● REC {recorder.path.name} {fmt_bytes(recorder.bytes_written)}"
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def action_record(self) -> None:
-        """Start or stop recording every frame to dltui-DATE-TIME.dlrec here."""
-        if self.recorder is not None:
-            recorder, self.recorder = self.recorder, None
-            stop_recording(self.session, recorder)
-            self.sub_title = self._summary
-            self.notify(f"recorded {recorder.records} frames to {recorder.path}", markup=False)
-            return
-        path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime()))
-        loop = asyncio.get_running_loop()
-
-        def failed(why: str) -> None:  # on the writer's thread
-            loop.call_soon_threadsafe(self._recording_failed, why)
-
-        try:
-            self.recorder = start_recording(self.session, path, failed)
-        except OSError as exc:
-            self.notify(f"cannot record to {path}: {exc.strerror}", severity="error", markup=False)
-            return
-        self.notify(f"recording to {path}", markup=False)
-
-    def _recording_failed(self, failure: str) -> None:
-        """A write failed (a full disk, a file system gone read-only): the recording stopped."""
-        recorder = self.recorder
-        if recorder is not None and recorder.failure == failure:
-            self.recorder = None
-            stop_recording(self.session, recorder)
-        self.notify(failure, title="recording stopped", severity="error", timeout=60, markup=False)
 
 
 def create_app(

@@ -18,6 +18,8 @@ from dltui.formatting import (
     fmt_short,
     fmt_value,
     format_row,
+    gbps_figure,
+    gib_figure,
     rate_text,
     rough_duration,
     significant,
@@ -42,6 +44,13 @@ def test_units_have_one_space_and_memory_is_gib_with_one_decimal():
     assert fmt_memory_of(3 * GIB, None) == "3.0 GiB"
     assert fmt_bytes(512) == "512 B" and fmt_bytes(1536) == "1.5 KiB"
     assert fmt_rate(55.3e9) == "55.3 GB/s" and fmt_rate(0) == "0 B/s"
+
+
+def test_column_figures_leave_the_unit_to_the_heading():
+    assert gib_figure(0.64 * GIB) == "0.6" and gib_figure(141 * GIB) == "141.0"
+    rates = [0.0, 5.04e9, 9.94e9, 9.96e9, 63e9, 450e9]
+    assert [gbps_figure(rate) for rate in rates] == ["0.0", "5.0", "9.9", "10", "63", "450"]
+    assert gib_figure(None) == gbps_figure(None) == "–"
 
 
 def test_short_values_fit_a_chart_label():

@@ -16,7 +16,7 @@ from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose, sweep_counts, sweep_sets
 from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
 from dltui.protocol.topology import GpuPair, Topology
-from dltui.tui.plans import Choice, make_launch
+from dltui.tui.launch_plans import Choice, make_launch
 from tests.fakes.boxes import nvlink_box, pcie_box
 from tests.fakes.messages import inventory_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dltui.plans.names import COLLECTIVES
 from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
-from dltui.tui.plans import Choice, make_launch
+from dltui.tui.launch_plans import Choice, make_launch
 
 
 def server(gpus: int) -> Inventory:

@@ -28,7 +28,7 @@ from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
 from dltui.plans.check import PlanError
 from dltui.plans.names import FRAMEWORKS, PRECISIONS
-from dltui.tui.plans import AUTO, BUILTINS, Choice, Launch, make_launch, size_lines
+from dltui.tui.launch_plans import AUTO, BUILTINS, Choice, Launch, make_launch, size_lines
 from dltui.tui.widgets.busy_note import BusyNote
 from dltui.tui.widgets.fitted_footer import FittedFooter
 

@@ -14,7 +14,7 @@ from textual.widgets import Checkbox, Static
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
 from dltui.plans.occupancy import busy_words
-from dltui.tui.plans import Launch
+from dltui.tui.launch_plans import Launch
 
 
 def busy_servers(fleet: Fleet) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
-from dltui.formatting import GB, GIB, fmt_short
+from dltui.formatting import fmt_short, gbps_figure, gib_figure
 from dltui.protocol.fields import GPU_FIELDS
 from dltui.tui import danger
 from dltui.tui.charts import gpu_info
@@ -32,21 +32,13 @@ def _latest(gpu: GpuView, name: str) -> float | None:
     return point[1] if point is not None else None
 
 
-def _gbps(value: float | None) -> str:
-    """GB/s in at most four cells: '0.0', '5.0', '63', '450'."""
-    if value is None:
-        return "–"
-    gbps = value / GB
-    return f"{gbps:.1f}" if gbps < 9.95 else f"{gbps:.0f}"
-
-
 def _pair(gpu: GpuView, up: str, down: str) -> str:
     """'↑5.0 ↓2.0': a link's two directions in GB/s (the column's unit), in ten cells; '–'
     where the GPU reports neither."""
     sent, received = _latest(gpu, up), _latest(gpu, down)
     if sent is None and received is None:
         return "–"
-    return f"↑{_gbps(sent)} ↓{_gbps(received)}"
+    return f"↑{gbps_figure(sent)} ↓{gbps_figure(received)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +67,7 @@ def _fraction(name: str) -> Callable[[ServerView, GpuView], float | None]:
 
 def _memory(server: ServerView, gpu: GpuView) -> str:
     """GiB used with one decimal (the column's unit; the bar is against the total)."""
-    used = _latest(gpu, "mem_used")
-    return f"{used / GIB:.1f}" if used is not None else "–"
+    return gib_figure(_latest(gpu, "mem_used"))
 
 
 def _power(server: ServerView, gpu: GpuView) -> str:
