@@ -43,10 +43,12 @@ class Schedule:
         job: Mapping[str, float] = JOB_INTERVALS,
     ) -> None:
         self._fast = [(group, SLACK * period) for group, period in fast.items() if period > 0]
+        """The cheap reads not read every tick, and their periods less the slack."""
         self._slow_min = min(slow.values())
         self._slow = _floored(slow)
         self._job = _floored(job)
         self._fast_last: dict[str, float] = {}
+        """Cheap read group -> when it was last due (for every GPU at once: one tick reads all)."""
         self._last: dict[tuple[int, str], float] = {}
         """(GPU index, group) -> when that slow read was last due (the clock of `now`)."""
 
