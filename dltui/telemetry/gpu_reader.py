@@ -1,16 +1,18 @@
 """One GPU's reads, as nvitop keeps one object per device: what it supports, its prepared cheap
 reads, its GPM samples and counters, its MIG instances, and whether it is lost.
 
-Every NVML call goes through the gateway (nvml.py), which keeps the one policy for calls: the
-hang watch, the error counts, which errors mean "not supported", "lost" or "this tick only".
-A reader asks the gateway through `Nvml`, so it never imports it.
+A reader reads what it is asked and says what it can be asked (`wants`); when each read is due
+is the sampler's schedule (schedule.py). Every NVML call goes through the gateway (nvml.py),
+which keeps the one policy for calls: the hang watch, the error counts, which errors mean "not
+supported", "lost" or "this tick only". A reader asks the gateway through `Nvml`, so it never
+imports it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState, MigSample
@@ -20,14 +22,12 @@ from dltui.telemetry.nvml_health import HEALTH_READERS
 from dltui.telemetry.nvml_reads import (
     ALL_LINKS,
     GPM_METRICS,
-    GPM_MIN_INTERVAL,
     KB,
     KIB,
     NO_INSTANCE,
     PROCESS_READ,
     PROCESS_UTIL_READ,
     SIMPLE_READS,
-    SLOW_INTERVALS,
     VALUE_MEMBERS,
 )
 from dltui.telemetry.nvml_watch import CallWatch, Slot
@@ -50,8 +50,6 @@ class Nvml(Protocol):
     watch: CallWatch
     failures: tuple[type[BaseException], ...]
     """What an NVML call raises: NVML's errors, and Missing."""
-
-    def clock(self) -> float: ...
 
     def call(self, name: str, *args: Any) -> Any: ...
 
@@ -91,15 +89,14 @@ class GpuReader:
         self.nvlink_rates = CounterRates()
         self.gpm_samples: list[Any] = []
         """[previous, spare]: the previous sample is reused, so each slow tick takes one."""
-        self.gpm_time: float | None = None
+        self.gpm_taken = False
+        """A GPM sample is taken: the next read gives metrics."""
         self.gpm_metrics = gpm_metrics or {}
         """GPM metrics still believed supported: field -> metric id."""
         self.fast_reads: list[PreparedRead] = (
             prepare(nvml.module, handle) if handle is not None else []
         )
         """The cheap reads a tick makes, those this GPU supports."""
-        self.due_times: dict[str, float] = {}
-        """When each slow read (SLOW_INTERVALS) was last due: group -> monotonic time."""
         self.util_seen = 0
         """The latest process-utilization sample's timestamp (µs): each read asks for newer ones."""
         self.mig = instances or []
@@ -174,43 +171,55 @@ class GpuReader:
             and self.index not in self.nvml.watch.hung
         )
 
-    def due(self, group: str, now: float, intervals: dict[str, float] = SLOW_INTERVALS) -> bool:
-        """Whether `group`'s interval has passed since it was last due (now it is)."""
-        last = self.due_times.get(group)
-        # A little slack, so a thread ticking at exactly the interval never skips a turn.
-        if last is not None and now - last < intervals.get(group, 0.0) * 0.95:
-            return False
-        self.due_times[group] = now
-        return True
+    def wants(self, group: str) -> bool:
+        """Whether this GPU has a read of `group` (a slow read, "processes" or "mig") to make
+        now: one it supports, on a GPU neither lost nor hung. Whether it is due is the
+        schedule's to say."""
+        if group == "gpm":
+            return self.gpm_usable()
+        if group == "mig":
+            wanted = bool(self.mig)
+        elif group == "nvlink":
+            # Field counters only where GPM cannot give NVLink rates in its one call.
+            wanted = bool(self.active_links) and not self.gpm_has("nvlink_tx")
+        elif group == "pcie":
+            wanted = not self.gpm_has("pcie_tx", "pcie_rx")
+        elif group == "nvlink_errors":
+            wanted = bool(self.active_links)
+        else:
+            wanted = True
+        return wanted and self.usable(group)
 
     # --- cheap reads -------------------------------------------------------------------------
 
-    def read_fast(self) -> GpuSample:
-        """The cheap counters, each as often as its source refreshes."""
+    def read_fast(self, held: frozenset[str] = frozenset()) -> GpuSample:
+        """The cheap counters. A group in `held` (the schedule's: its source has nothing newer
+        yet) carries the values it last gave, where it gave some."""
         if self.state != "ok":
             return GpuSample(index=self.index, state=self.state, values={})
         watch = self.nvml.watch
         hung = watch.reason(self.index)
         if hung is not None:
+            for read in self.fast_reads:
+                read.held = None  # read afresh when the GPU answers again, never carried over
             return GpuSample(index=self.index, state="error", values={}, errors={"nvml": hung})
         # Watched once for all the GPU's reads, not call by call: they take microseconds, ten
         # times a second, and each layer of Python costs more than the read in a cold cache.
         slot = watch.begin(self.index)
         try:
-            sample = self._read_counters(slot)
+            sample = self._read_counters(slot, held)
         finally:
             watch.end()
         watch.returned(slot)  # a read that outlived its deadline ends this thread here
         return sample
 
-    def _read_counters(self, slot: Slot | None) -> GpuSample:
+    def _read_counters(self, slot: Slot | None, held: frozenset[str]) -> GpuSample:
         values: Values = {}
         errors: dict[str, str] = {}
-        now = self.nvml.clock()
         nvml_error = self.nvml.module.NVMLError
         for read in self.fast_reads:
-            if read.held is not None and now - read.taken < read.interval:
-                values.update(read.held)  # the driver has nothing newer yet
+            if read.held is not None and read.group in held:
+                values.update(read.held)
                 continue
             try:
                 read.held = self._take(read, slot)
@@ -224,7 +233,6 @@ class GpuReader:
                 else:
                     errors.update(dict.fromkeys(read.fields, str(exc)))
                 continue
-            read.taken = now
             values.update(read.held)
         return GpuSample(index=self.index, state="ok", values=values, errors=errors)
 
@@ -244,24 +252,13 @@ class GpuReader:
 
     # --- slow reads --------------------------------------------------------------------------
 
-    def read_gpm_if_due(self, now: float, out: dict[int, Values]) -> None:
-        """GPM metrics, when GPM works here and its interval has passed."""
-        if self.gpm_usable() and self.due("gpm", now):
-            self._slow("gpm", self._read_gpm, out)
-
-    def read_slow(self, now: float, intervals: dict[str, float], out: dict[int, Values]) -> None:
-        """Every other slow read that this GPU wants and that is due, into `out[index]`."""
-        wanted = {
-            # Field counters only where GPM cannot give NVLink rates in its one call.
-            "nvlink": bool(self.active_links) and not self.gpm_has("nvlink_tx"),
-            "pcie": not self.gpm_has("pcie_tx", "pcie_rx"),
-            **dict.fromkeys(SIMPLE_READS, True),
-            **dict.fromkeys(HEALTH_READERS, True),
-            "nvlink_errors": bool(self.active_links),
-        }
-        for group, wanted_here in wanted.items():
-            if wanted_here and self.usable(group) and self.due(group, now, intervals):
-                self._slow(group, self._slow_reader(group), out)
+    def read_slow(self, groups: Iterable[str]) -> Values:
+        """These slow reads ("gpm", SLOW_GROUPS), in this order; a read that failed, or has
+        nothing yet (a rate's first counter, GPM's first sample), gives nothing."""
+        values: Values = {}
+        for group in groups:
+            values.update(self._slow(group, self._slow_reader(group)))
+        return values
 
     def gpm_usable(self) -> bool:
         return bool(self.gpm_metrics) and self.usable("gpm")
@@ -270,18 +267,16 @@ class GpuReader:
         """Whether GPM is working on this GPU and gives all these fields."""
         return self.gpm_usable() and all(name in self.gpm_metrics for name in names)
 
-    def _slow(self, group: str, reader: Callable[[], Values], out: dict[int, Values]) -> None:
+    def _slow(self, group: str, reader: Callable[[], Values]) -> Values:
         self.nvml.watch.begin(self.index)
         try:
-            values = reader()
+            return reader()
         except self.nvml.failures as exc:
             self.failed(group, exc)
             log.debug("GPU %d: %s read failed: %s", self.index, group, exc)
-            return
+            return {}
         finally:
             self.nvml.watch.end()
-        if values:
-            out.setdefault(self.index, {}).update(values)
 
     def _slow_reader(self, group: str) -> Callable[[], Values]:
         if group in SIMPLE_READS:
@@ -330,16 +325,14 @@ class GpuReader:
         return {**counters, **rates}
 
     def _read_gpm(self) -> Values:
-        now = self.nvml.clock()
-        if self.gpm_time is not None and now - self.gpm_time < GPM_MIN_INTERVAL:
-            return {}
+        # The schedule keeps two samples GPM_MIN_INTERVAL apart at least.
         while len(self.gpm_samples) < 2:
             self.gpm_samples.append(self.nvml.call("nvmlGpmSampleAlloc"))
         previous, current = self.gpm_samples
         self.nvml.call("nvmlGpmSampleGet", self.handle, current)
-        first = self.gpm_time is None
+        first = not self.gpm_taken
         self.gpm_samples = [current, previous]
-        self.gpm_time = now
+        self.gpm_taken = True
         return {} if first else self._gpm_metrics(previous, current)
 
     def _gpm_metrics(self, previous: Any, current: Any, instance: bool = False) -> Values:
@@ -382,6 +375,14 @@ class GpuReader:
         tx = call("nvmlDeviceGetPcieThroughput", self.handle, module.NVML_PCIE_UTIL_TX_BYTES)
         rx = call("nvmlDeviceGetPcieThroughput", self.handle, module.NVML_PCIE_UTIL_RX_BYTES)
         return {"pcie_tx": tx * KB, "pcie_rx": rx * KB}
+
+    def energy_joules(self) -> float | None:
+        """The cumulative energy counter in joules, or None where NVML cannot give it. A
+        blocking read (milliseconds): for the benchmark worker's case boundaries, not a tick."""
+        if self.state != "ok":
+            return None
+        millijoules = self.nvml.quiet("nvmlDeviceGetTotalEnergyConsumption", self.handle)
+        return millijoules / 1000 if millijoules is not None else None
 
     # --- processes and MIG instances ---------------------------------------------------------
 

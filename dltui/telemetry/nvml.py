@@ -6,7 +6,8 @@ once per device and never asked again), or an error for this tick. A GPU that fa
 bus becomes a sticky "lost" state while the others go on. Callers never see an NVML exception.
 
 The gateway keeps the policy for every call (the hang watch, the error counts, what a failure
-means); each GPU's reads and what they know of it are a `GpuReader` (gpu_reader.py).
+means) and opens and closes the GPUs; each GPU's reads and what they know of it are a
+`GpuReader` (gpu_reader.py), and when each read is due is the sampler's schedule (schedule.py).
 
 The NVML module is a constructor argument, so tests (and fault injection) hand in a fake. A
 call that never returns marks its GPU hung through `watch` (see nvml_watch), so that it stalls
@@ -16,14 +17,12 @@ neither the other GPUs nor the agent.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, MigSample
+from dltui.protocol.messages import GpuInfo, GpuSample
 from dltui.telemetry.gpu_reader import GpuReader, Missing
-from dltui.telemetry.nvml_reads import INIT_REASONS, JOB_INTERVALS, SLOW_INTERVALS
+from dltui.telemetry.nvml_reads import INIT_REASONS
 from dltui.telemetry.nvml_watch import CallWatch
 
 log = logging.getLogger(__name__)
@@ -35,17 +34,16 @@ class Unanswered(Exception):
 
 
 class NvmlGateway:
-    """NVML behind a small interface: `open`, `read_fast`, `read_slow`, `close`.
+    """NVML behind a small interface: `open`, `readers` (one per GPU), `read_fast`, `close`.
 
-    `read_fast` runs on the sampling thread and costs microseconds per GPU; `read_slow` takes
-    GPM samples, the energy counter (milliseconds on the H200) and the blocking PCIe call, so
-    it runs on its own thread.
+    `read_fast` runs on the sampling thread and costs microseconds per GPU; the slow reads (GPM
+    samples, the energy counter, milliseconds on the H200, the blocking PCIe call) are the
+    readers', asked by the schedule on a thread of their own.
     """
 
-    def __init__(self, nvml: Any | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, nvml: Any | None = None):
         self.module: Any = nvml
         """pynvml (or a fake of it); None until `open` imports pynvml."""
-        self.clock = clock
         self._readers: list[GpuReader] = []
         self._opened = False
         self._initialized = False
@@ -67,6 +65,11 @@ class NvmlGateway:
     @property
     def gpus(self) -> list[GpuInfo]:
         return [reader.info for reader in self._readers]
+
+    @property
+    def readers(self) -> list[GpuReader]:
+        """One reader per GPU, by index; none before `open` or after `close`."""
+        return self._readers
 
     @classmethod
     def unavailable(cls, reason: str) -> NvmlGateway:
@@ -127,51 +130,12 @@ class NvmlGateway:
                 return reason
         return f"NVML failed to start: {exc}"
 
-    # --- reads: each GPU's reader does them; the gateway goes over the GPUs ------------------
+    # --- reads: each GPU's reader does them -----------------------------------------------
 
-    def read_fast(self) -> list[GpuSample]:
-        """One sample per GPU from the cheap counters."""
-        return [reader.read_fast() for reader in self._readers]
-
-    def read_slow(self, job_running: bool = False) -> dict[int, dict[str, float]]:
-        """GPM metrics, energy, NVLink counters and, where GPM gives no PCIe rates, the ~20 ms
-        PCIe call, each at its own interval (SLOW_INTERVALS; JOB_INTERVALS while a benchmark
-        job runs).
-
-        GPU index -> values; a GPU or field with nothing new this time is absent.
-        """
-        out: dict[int, dict[str, float]] = {}
-        now = self.clock()
-        intervals = JOB_INTERVALS if job_running else SLOW_INTERVALS
-        for reader in self._readers:  # GPM first, for every GPU: its spacing stays steady
-            reader.read_gpm_if_due(now, out)
-        for reader in self._readers:
-            reader.read_slow(now, intervals, out)
-        return out
-
-    def read_processes(self) -> dict[int, list[GpuProcess]]:
-        """The compute processes on each GPU that is due (SLOW_INTERVALS); for the slow thread.
-        A GPU that was not due, or whose read failed, is absent."""
-        out: dict[int, list[GpuProcess]] = {}
-        now = self.clock()
-        for reader in self._readers:
-            if reader.usable("processes") and reader.due("processes", now):
-                found = reader.read_processes()
-                if found is not None:
-                    out[reader.index] = found
-        return out
-
-    def read_instances(self) -> dict[int, list[MigSample]]:
-        """Each MIG instance's memory and, where NVML gives them, GPM metrics, for the GPUs in
-        MIG mode that are due (SLOW_INTERVALS); for the slow thread."""
-        out: dict[int, list[MigSample]] = {}
-        now = self.clock()
-        for reader in self._readers:
-            if reader.mig and reader.usable("mig") and reader.due("mig", now):
-                found = reader.read_instances()
-                if found is not None:
-                    out[reader.index] = found
-        return out
+    def read_fast(self, held: frozenset[str] = frozenset()) -> list[GpuSample]:
+        """One sample per GPU from the cheap counters; the groups in `held` carry their last
+        values (the schedule says which: schedule.py)."""
+        return [reader.read_fast(held) for reader in self._readers]
 
     # --- for the benchmark worker --------------------------------------------------------------
 
@@ -187,11 +151,7 @@ class NvmlGateway:
     def energy_joules(self, index: int) -> float | None:
         """The GPU's cumulative energy counter in joules, or None where NVML cannot give it.
         A blocking read (milliseconds): for the worker's case boundaries, not a tick."""
-        reader = self._readers[index]
-        if reader.state != "ok":
-            return None
-        millijoules = self.quiet("nvmlDeviceGetTotalEnergyConsumption", reader.handle)
-        return millijoules / 1000 if millijoules is not None else None
+        return self._readers[index].energy_joules()
 
     # --- for inventory readers in their own modules (telemetry/topology.py) --------------------
 

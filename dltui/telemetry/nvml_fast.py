@@ -13,12 +13,11 @@ function of the same name, as the gateway's other reads do.
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dltui.telemetry.nvml_reads import FAST_INTERVALS, FAST_READS, FastRead
+from dltui.telemetry.nvml_reads import FAST_READS, FastRead
 
 Take = Callable[[], dict[str, float]]
 
@@ -32,12 +31,9 @@ class PreparedRead:
     ways: list[tuple[str, Take]]
     """(NVML function, the read through it), best first: a way NVML does not support is
     dropped for the next."""
-    interval: float
-    """Seconds within which the last values still stand (FAST_INTERVALS, less a little slack,
-    so a tick at exactly the interval never skips a turn); 0: read every tick."""
-    taken: float = -math.inf
     held: dict[str, float] | None = None
-    """The values of the last read that answered; None after one that failed."""
+    """The values of the last read that answered, carried by the ticks the schedule holds it
+    back (schedule.py); None after one that failed."""
 
 
 def prepare(nvml: Any, handle: Any) -> list[PreparedRead]:
@@ -49,8 +45,7 @@ def prepare(nvml: Any, handle: Any) -> list[PreparedRead]:
         ways = [(name, take) for name in read.functions
                 if (take := _way(nvml, name, handle, args, read)) is not None]  # fmt: skip
         if ways:
-            interval = 0.95 * FAST_INTERVALS.get(group, 0.0)
-            reads.append(PreparedRead(group, read.fields, ways, interval))
+            reads.append(PreparedRead(group, read.fields, ways))
     return reads
 
 

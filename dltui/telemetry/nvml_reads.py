@@ -1,7 +1,8 @@
 """What the agent reads from NVML, in which units, and how often: the gateway's tables.
 
 Kept apart from the gateway (nvml.py) so that the choice of fields and cadences, which were
-measured on the H200 machines (docs/results/telemetry-h200.md), reads in one place.
+measured on the H200 machines (docs/results/telemetry-h200.md), reads in one place. The
+sampler's schedule (schedule.py) is what follows the cadences.
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ SLOW_INTERVALS = {
 # While a benchmark job runs: a report takes a case's power from the energy counter where it
 # moved twice inside the case (recording/report.py), so it is read more often then.
 JOB_INTERVALS = SLOW_INTERVALS | {"energy": 5.0}
+SLOW_GROUPS = ("nvlink", "pcie", *SIMPLE_READS, *HEALTH_GROUPS)
+"""The slow reads but GPM (which a slow turn takes first, for every GPU), in the order a GPU
+makes them."""
 
 # The compute processes on a GPU (pid, memory), read on the slow thread: a list, not a number.
 PROCESS_READ = "nvmlDeviceGetComputeRunningProcesses"

@@ -7,6 +7,9 @@ call run on a second thread, which the fast one wakes when they are due, and the
 merges the latest of their values, so a slow NVML call never delays a sample. NVML never runs
 on the agent's event loop: `on_sample` is called from the fast thread.
 
+What each tick and each slow turn reads is the sampler's `Schedule` (schedule.py): the GPUs'
+readers read what it asks, the gateway keeps the policy for each call.
+
 The rate follows what consumers need (`set_rate`, the agent decides): a change takes a sample at
 once and starts a new grid. The slow thread follows it too: nothing is read more often than
 samples are taken (the slow reads' own intervals are the floor).
@@ -28,9 +31,10 @@ from dltui.protocol.messages import Event, GpuProcess, GpuSample, Inventory, Mig
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
-from dltui.telemetry.nvml_reads import GPM_MIN_INTERVAL, SLOW_INTERVALS
+from dltui.telemetry.nvml_reads import SLOW_INTERVALS
 from dltui.telemetry.nvml_watch import CallAbandoned
 from dltui.telemetry.processes import Owners
+from dltui.telemetry.schedule import Schedule
 from dltui.telemetry.wakeup import Wakeup
 from dltui.telemetry.xid import watch_xid
 
@@ -38,10 +42,6 @@ log = logging.getLogger(__name__)
 
 SLOW_MAX_AGE = 2.5 * max(SLOW_INTERVALS.values())
 """Seconds after which a slow value is dropped rather than shown as current."""
-
-# The slow thread wakes as often as its most frequent read is due (GPM's 1 s; never under
-# GPM's minimum), or as samples are taken, if that is rarer: each read's interval is a multiple.
-_SLOW_MIN_INTERVAL = max(min(SLOW_INTERVALS.values()), GPM_MIN_INTERVAL * 1.05)
 
 FAST_DEADLINE = 0.25
 """Seconds one GPU's fast read may take (it takes microseconds) before the GPU counts as hung."""
@@ -103,6 +103,7 @@ class Sampler:
         self._mig: dict[int, list[MigSample]] = {}
         """MIG instances' readings since the last tick, carried the same way."""
         self._owners = Owners()
+        self._schedule = Schedule()
         self._on_event = on_event
         """Gets each XID, from a thread of its own."""
         self._job_running = job_running
@@ -250,9 +251,7 @@ class Sampler:
                 self._slow_due = start + self._slow_interval()
 
     def _slow_interval(self) -> float:
-        """How often the slow thread's turn comes: as its most frequent read is due, or as
-        samples are taken, if that is rarer."""
-        return max(_SLOW_MIN_INTERVAL, self.period)
+        return self._schedule.slow_every(self.period)
 
     def _sleep(self, wake: Wakeup, until: float, period: float) -> bool:
         """Wait until `until`; True, at once, when the rate changes or the sampler stops."""
@@ -298,7 +297,7 @@ class Sampler:
 
     def _tick(self) -> None:
         host = self._host.read()
-        gpus = self._gateway.read_fast()
+        gpus = self._gateway.read_fast(self._schedule.held(time.monotonic()))
         mono = time.monotonic()
         wall = time.time()
         with self._slow_lock:
@@ -317,9 +316,11 @@ class Sampler:
         self._on_sample(Sample(seq=self._seq, wall=wall, mono=mono, host=host, gpus=gpus))
 
     def _slow_tick(self) -> None:
-        values = self._gateway.read_slow(self._job_running())
-        processes = self._owners.describe(self._gateway.read_processes())
-        mig = self._gateway.read_instances()
+        readers, schedule = self._gateway.readers, self._schedule
+        now = time.monotonic()
+        values = schedule.read_slow(readers, now, self._job_running())
+        processes = self._owners.describe(schedule.read_processes(readers, now))
+        mig = schedule.read_instances(readers, now)
         now = time.monotonic()
         with self._slow_lock:
             self._processes.update(processes)

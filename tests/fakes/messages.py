@@ -60,7 +60,7 @@ def inventory_of(box: Box, tmp_path: Path, **faults: object) -> Inventory:
     nvml = TopologyNvml(box)
     for gpu in nvml.gpus:
         gpu.faults.update(faults)
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway = NvmlGateway(nvml=nvml)
     gateway.open()
     topology = read_topology(gateway, write_sysfs(tmp_path / box.name, box))
     return Inventory("box", "linux", "cpu", 64, 2**40, gpus=gateway.gpus, topology=topology)

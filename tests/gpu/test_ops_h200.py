@@ -25,6 +25,7 @@ from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.processes import Owners
+from dltui.telemetry.schedule import Schedule
 from dltui.telemetry.xid import watch_xid
 from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, wait_for
@@ -60,7 +61,7 @@ def holder(gateway: NvmlGateway) -> Iterator[subprocess.Popen[str]]:
 
 
 def test_the_health_fields_nvml_gives_and_their_bounds(gateway: NvmlGateway) -> None:
-    values = gateway.read_slow()
+    values = Schedule().read_slow(gateway.readers, time.monotonic())  # all due, the first time
     for index, info in enumerate(gateway.gpus):
         found = values.get(index, {})
         print(f"\nGPU {index} {info.name}: " + ", ".join(
@@ -92,11 +93,12 @@ def test_xid_events_register_and_the_thread_stops_in_time(gateway: NvmlGateway) 
 def test_a_process_holding_the_gpu_is_found_with_its_owner_and_utilization(
     holder: subprocess.Popen[str],
 ) -> None:
-    gateway, owners = NvmlGateway(), Owners()  # a gateway of its own: its first list is due
+    gateway, owners, schedule = NvmlGateway(), Owners(), Schedule()
     gateway.open()
 
     def holding() -> list:
-        lists = owners.describe(gateway.read_processes())  # {} until the next is due (2 s)
+        found = schedule.read_processes(gateway.readers, time.monotonic())  # {} until due (2 s)
+        lists = owners.describe(found)
         return [p for found in lists.values() for p in found if p.pid == holder.pid]
 
     try:

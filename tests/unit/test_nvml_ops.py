@@ -7,20 +7,20 @@ from __future__ import annotations
 import threading
 
 from dltui.protocol.messages import MigInstance
-from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.xid import watch_xid
 from tests.conftest import wait_for
 from tests.fakes.nvml import FakeGpu, FakeNvml
 from tests.fakes.nvml_ops import OpsCalls, mig_instances
+from tests.fakes.scheduled import ScheduledGateway
 
 
 class Nvml(OpsCalls, FakeNvml):
     pass
 
 
-def opened(*gpus: FakeGpu, **options) -> tuple[NvmlGateway, Nvml]:
+def opened(*gpus: FakeGpu, **options) -> tuple[ScheduledGateway, Nvml]:
     nvml = Nvml(list(gpus) or [FakeGpu()], **options)
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway = ScheduledGateway(nvml, nvml.clock)
     return gateway, nvml
 
 

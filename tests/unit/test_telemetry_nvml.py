@@ -35,6 +35,7 @@ from tests.fakes.nvml import (
     NVMLError_Uninitialized,
     NVMLError_Unknown,
 )
+from tests.fakes.scheduled import ScheduledGateway
 
 GPM_STEP = SLOW_INTERVALS["gpm"]
 """How often GPM, and the NVLink and PCIe fallbacks, are read."""
@@ -45,9 +46,9 @@ BOTH_WAYS = pytest.mark.parametrize("c_functions", [False, True], ids=["function
 
 def opened(
     *gpus: FakeGpu, c_functions: bool = False, **options: Any
-) -> tuple[NvmlGateway, FakeNvml]:
+) -> tuple[ScheduledGateway, FakeNvml]:
     nvml = (FakeNvmlWithC if c_functions else FakeNvml)(list(gpus) or [FakeGpu()], **options)
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway = ScheduledGateway(nvml, nvml.clock)
     gateway.open()
     return gateway, nvml
 

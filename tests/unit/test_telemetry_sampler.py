@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import psutil
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, MigSample, Sample
+from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, Sample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
 from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, fresh_slow, merged
+from dltui.telemetry.schedule import Schedule
 from tests.conftest import wait_for
 
 TIMEOUT = 10.0
@@ -39,6 +40,24 @@ class Collector:
         return list(self.samples)
 
 
+class FakeReader:
+    """The GpuReader interface of the gateway's one GPU: its slow reads are its gateway's."""
+
+    index = 0
+
+    def __init__(self, gateway: FakeGateway) -> None:
+        self.gateway = gateway
+
+    def wants(self, group: str) -> bool:
+        return group in ("pcie", "processes")  # the PCIe call is due once a slow turn
+
+    def read_slow(self, groups: object) -> dict[str, float]:
+        return self.gateway.read_slow().get(0, {})
+
+    def read_processes(self) -> list[GpuProcess] | None:
+        return self.gateway.read_processes().get(0)
+
+
 class FakeGateway:
     """The NvmlGateway interface with one GPU; read_slow can be held to play a 20 ms call."""
 
@@ -55,27 +74,22 @@ class FakeGateway:
         self.processes: dict[int, list[GpuProcess]] = {}
         self.closed = False
         self.watch = CallWatch()
-        self.job_running: list[bool] = []
-        """What each slow read was told."""
+        self.readers = [FakeReader(self)]
 
     def open(self) -> None:
         pass
 
-    def read_fast(self) -> list[GpuSample]:
+    def read_fast(self, held: frozenset[str] = frozenset()) -> list[GpuSample]:
         return [GpuSample(index=0, state="ok", values={"power": 300.0})]
 
-    def read_slow(self, job_running: bool = False) -> dict[int, dict[str, float]]:
+    def read_slow(self) -> dict[int, dict[str, float]]:
         self.release_slow.wait(TIMEOUT)
         self.slow_reads += 1
-        self.job_running.append(job_running)
         return self.slow_values
 
     def read_processes(self) -> dict[int, list[GpuProcess]]:
         found, self.processes = self.processes, {}
         return found
-
-    def read_instances(self) -> dict[int, list[MigSample]]:
-        return {}
 
     def opened(self, index: int) -> None:
         """No NVML handle: the topology reads nothing of NVML here."""
@@ -105,18 +119,30 @@ def test_slow_values_are_merged_and_a_blocked_slow_read_never_delays_samples() -
     assert gateway.closed
 
 
+class ToldSchedule(Schedule):
+    """The sampler's schedule, keeping what each slow turn was told of benchmark jobs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.job_running: list[bool] = []
+
+    def read_slow(self, readers, now: float, job_running: bool = False) -> dict:
+        self.job_running.append(job_running)
+        return super().read_slow(readers, now, job_running)
+
+
 def test_the_slow_reads_are_told_whether_a_benchmark_job_runs() -> None:
-    gateway = FakeGateway()
     job = threading.Event()
-    sampler = Sampler(50, lambda sample: None, gateway=gateway, job_running=job.is_set)
+    sampler = Sampler(50, lambda sample: None, gateway=FakeGateway(), job_running=job.is_set)
+    told = sampler._schedule = ToldSchedule()
     sampler.start()
     try:
-        wait_for(lambda: gateway.job_running, what="a slow read")
+        wait_for(lambda: told.job_running, what="a slow read")
         job.set()
-        wait_for(lambda: gateway.job_running[-1], what="a slow read during the job")
+        wait_for(lambda: told.job_running[-1], what="a slow read during the job")
     finally:
         sampler.stop()
-    assert gateway.job_running[0] is False
+    assert told.job_running[0] is False
 
 
 def test_the_slow_reads_follow_a_rate_change_at_once() -> None:

@@ -124,7 +124,7 @@ def test_an_nvlink_bridge_is_a_direct_link(tmp_path: Path) -> None:
 
 def test_what_nvml_cannot_answer_is_absent_with_its_reason(tmp_path: Path) -> None:
     nvml = FakeNvml([FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1")])  # no topology functions
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway = NvmlGateway(nvml=nvml)
     gateway.open()
     topology = read_topology(gateway, tmp_path)
     assert topology.gpus[0].pci_bus_id is None and topology.gpus[0].numa_node is None
@@ -148,7 +148,7 @@ def test_p2p_not_supported_and_a_lost_gpu(tmp_path: Path) -> None:
         return original(first, second, index)
 
     nvml.nvmlDeviceGetP2PStatus = refuse_atomics  # type: ignore[method-assign]
-    gateway = NvmlGateway(nvml=nvml, clock=nvml.clock)
+    gateway = NvmlGateway(nvml=nvml)
     gateway.open()
     topology = read_topology(gateway, write_sysfs(tmp_path, box))
     assert topology.gpus[1].pci_bus_id is None  # lost: nothing read, nothing made up
