@@ -22,15 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    Link,
-    Pong,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Pong, Sample, Welcome
 from dltui.recording.format import Header, Record
 from dltui.recording.reader import RecordingReader
 from dltui.recording.writer import RecordingWriter

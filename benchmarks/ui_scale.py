@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import Link, Message, Sample, Welcome, from_wire, to_wire
+from dltui.protocol.messages import Link, Message, Sample, Welcome
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.reader import RecordingReader
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200x2-kernels.dlrec"

@@ -19,7 +19,9 @@ from dltui.plans.topology import (
     path_short,
     pcie_text,
 )
-from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, KernelResult, ModelResult, Plan
+from dltui.protocol.bench_plans import KernelPlan, Plan
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")

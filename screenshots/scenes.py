@@ -21,7 +21,8 @@ from textual.screen import Screen
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import Event, GpuSample, HostSample, Link, Sample
+from dltui.protocol.messages import Event, Link, Sample
+from dltui.protocol.samples import GpuSample, HostSample
 from dltui.recording.replay import ReplaySet
 from dltui.tui.app import REDRAW_HZ, DltuiApp
 from dltui.tui.replay_app import ReplayApp, create_replay_app

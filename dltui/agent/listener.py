@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable
 
 from dltui.agent.admission import Admission, Waiting
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Error, to_wire
+from dltui.protocol.messages import Error
 from dltui.protocol.stream import MessageStream
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import PEM_LIMIT, check_regular
 
 log = logging.getLogger(__name__)

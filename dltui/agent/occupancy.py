@@ -9,7 +9,10 @@ whole list is replaced at once).
 from __future__ import annotations
 
 from dltui.plans.occupancy import busy_words, mig_uuid
-from dltui.protocol.messages import GpuProcess, Inventory, Plan, Sample
+from dltui.protocol.bench_plans import Plan
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess
 
 
 class Occupancy:

@@ -32,8 +32,10 @@ from dltui.agent.results import ResultBoard
 from dltui.agent.session import Session
 from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Event, Inventory, Message, Sample, to_wire
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Event, Message, Sample
 from dltui.protocol.stream import MessageStream, claim_stdout
+from dltui.protocol.wire import to_wire
 
 log = logging.getLogger(__name__)
 

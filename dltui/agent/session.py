@@ -22,6 +22,7 @@ from dltui.agent.throttle import AuthThrottle
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import (
     MAX_BATCH_S,
     MAX_RATE_HZ,
@@ -31,17 +32,16 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     Hello,
-    Inventory,
     Message,
     Ping,
     Pong,
     Run,
     Subscribe,
     Welcome,
-    to_wire,
 )
 from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
+from dltui.protocol.wire import to_wire
 
 if TYPE_CHECKING:
     from dltui.agent.admission import Waiting

@@ -23,16 +23,8 @@ from dltui.client.scale_out import assign_ranks, local_ranks
 from dltui.client.target import Target
 from dltui.plans.check import PlanError
 from dltui.plans.names import COLLECTIVES
-from dltui.protocol.messages import (
-    JobEnd,
-    JobState,
-    KernelPlan,
-    Link,
-    Message,
-    ModelPlan,
-    Plan,
-    Welcome,
-)
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.messages import JobEnd, JobState, Link, Message, Welcome
 
 SEVERITY: tuple[JobState, ...] = ("failed", "refused", "cancelled", "done")
 """Worst first: a campaign ends as its worst job did."""

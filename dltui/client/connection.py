@@ -27,6 +27,7 @@ from dltui.client.transport import (
 )
 from dltui.foreign_text import clean
 from dltui.protocol import auth
+from dltui.protocol.bench_plans import Plan
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
     PROTOCOL_VERSION,
@@ -40,7 +41,6 @@ from dltui.protocol.messages import (
     LinkStateName,
     Message,
     Ping,
-    Plan,
     Pong,
     Run,
     Subscribe,

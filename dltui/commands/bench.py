@@ -43,7 +43,8 @@ from dltui.plans.assertions import (
 from dltui.plans.check import check_plan
 from dltui.plans.names import DEVICES
 from dltui.plans.occupancy import mig_uuid
-from dltui.protocol.messages import JobState, KernelPlan, ModelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.messages import JobState
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 EXIT_STATUSES = exit_status.epilog(

@@ -25,18 +25,10 @@ from dltui.formatting import (
 )
 from dltui.plans.gpt import is_gpt
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Message,
-    ModelPlan,
-    ModelResult,
-    Plan,
-    Welcome,
-    to_plain,
-)
+from dltui.protocol.bench_plans import ModelPlan, Plan
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Welcome
+from dltui.protocol.wire import to_plain
 
 
 class ProgressBar:

@@ -16,7 +16,8 @@ from dltui.commands.options import add_connection_options, reach, secret_option,
 from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
 from dltui.formatting import fmt_count, fmt_memory, fmt_value, wiring_lines
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, FieldSpec, throttle_words
-from dltui.protocol.messages import Event, Sample, Welcome, to_plain
+from dltui.protocol.messages import Event, Sample, Welcome
+from dltui.protocol.wire import to_plain
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltui.protocol.fields import health_fields, throttle_words
-from dltui.protocol.messages import ONCE_OPEN_S, Event, Inventory, Sample, to_plain
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import ONCE_OPEN_S, Event, Sample
+from dltui.protocol.wire import to_plain
 
 MAX_EVENTS = 1000
 """Events kept per server: a flapping link cannot grow a long session's memory."""

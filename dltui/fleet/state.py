@@ -14,26 +14,23 @@ from typing import Literal
 from dltui.fleet.health import EventBook
 from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.series import Series
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import (
     Error,
     Event,
-    GpuProcess,
-    GpuState,
-    Inventory,
     JobEnd,
     JobProgress,
     JobResult,
     JobState,
-    KernelResult,
     Link,
     LinkStateName,
     Message,
-    MigSample,
-    ModelResult,
     Pong,
     Sample,
     Welcome,
 )
+from dltui.protocol.samples import GpuProcess, GpuState, MigSample
 
 SERIES_CAPACITY = 1200  # two minutes at 10 Hz
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.samples import GpuProcess
 
 MIG_DEVICE = re.compile(r"cuda:(MIG-(?:GPU-)?[0-9A-Za-z-]{8,64}(?:/\d{1,3}/\d{1,3})?)")
 """A plan's device naming one MIG instance: "cuda:MIG-<uuid>" (or the older

@@ -14,7 +14,7 @@ from itertools import combinations
 from math import comb
 
 from dltui.plans.topology import Link, gpu_names, link
-from dltui.protocol.messages import GpuInfo, Inventory
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import Topology
 
 EXHAUSTIVE = 5000

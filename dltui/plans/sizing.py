@@ -14,7 +14,8 @@ from dataclasses import replace
 
 from dltui.plans import gpt
 from dltui.plans.names import COLLECTIVES
-from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.inventory import Inventory
 
 OTHER_COLLECTIVES = COLLECTIVES[1:]
 """All-reduce runs DeepBench's sizes; the others nccl-tests' sweep of 1 KB to 4 GB."""

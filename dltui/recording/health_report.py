@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from dltui.plans.topology import pcie_text
 from dltui.protocol.fields import throttle_words
-from dltui.protocol.messages import Event, GpuInfo, Sample, Welcome
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.messages import Event, Sample, Welcome
 from dltui.recording.format import Record
 
 Recording = tuple[str, Sequence[Record]]

@@ -30,16 +30,8 @@ import msgpack
 from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
-from dltui.protocol.messages import (
-    Event,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    Link,
-    Sample,
-    from_wire,
-    to_wire,
-)
+from dltui.protocol.messages import Event, JobEnd, JobProgress, JobResult, Link, Sample
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.codec import MAX_RAW
 from dltui.recording.format import Record
 from dltui.recording.phases import starts_case

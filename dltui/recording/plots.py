@@ -18,7 +18,8 @@ from dltui.formatting import GB, model_what, rate_text
 from dltui.outfiles import Replacement
 from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import configuration
-from dltui.protocol.messages import KernelResult, ModelResult, Sample
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import Sample
 from dltui.recording.recorded import Session
 
 if TYPE_CHECKING:

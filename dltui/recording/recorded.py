@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dltui.fleet.phases import Phase
-from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Welcome
 from dltui.recording.format import Header, Record
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader, Say

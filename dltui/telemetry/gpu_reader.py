@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState, MigSample
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.samples import GpuProcess, GpuSample, GpuState, MigSample
 from dltui.telemetry import mig
 from dltui.telemetry.nvml_fast import PreparedRead, prepare
 from dltui.telemetry.nvml_health import HEALTH_READERS

@@ -21,7 +21,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, MigSample
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.samples import GpuProcess, GpuSample, MigSample
 from dltui.telemetry.gpu_reader import GpuReader, Missing
 from dltui.telemetry.nvml_reads import INIT_REASONS, JOB_INTERVALS, SLOW_INTERVALS
 from dltui.telemetry.nvml_watch import CallWatch

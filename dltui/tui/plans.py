@@ -17,7 +17,8 @@ from dltui.plans.files import load_plans
 from dltui.plans.names import COLLECTIVES, GPT_MODELS, WHITEPAPER_MODELS
 from dltui.plans.placement import sweep_counts, sweep_sets
 from dltui.plans.topology import gpu_names
-from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.inventory import Inventory
 
 
 @dataclass(frozen=True, slots=True)

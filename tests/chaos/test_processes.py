@@ -17,11 +17,11 @@ import psutil
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.messages import (
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
     Link,
     Message,
     Pong,

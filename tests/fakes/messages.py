@@ -9,20 +9,12 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
+from dltui.protocol.bench_results import KernelResult
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import (
-    MESSAGE_TYPES,
-    GpuInfo,
-    GpuSample,
-    HostSample,
-    Inventory,
-    KernelResult,
-    Link,
-    MigInstance,
-    Sample,
-    Welcome,
-    from_wire,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory, MigInstance
+from dltui.protocol.messages import MESSAGE_TYPES, Link, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
+from dltui.protocol.wire import from_wire
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 from tests.fakes.boxes import Box, TopologyNvml, write_sysfs

@@ -23,7 +23,8 @@ from dltui.client.target import TlsOptions
 from dltui.client.tls import client_context
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plans
-from dltui.protocol.messages import HostSample, Link, Message, Ping, Sample
+from dltui.protocol.messages import Link, Message, Ping, Sample
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import Header, Record, RecordingError, encode_header, encode_record
 from dltui.recording.reader import RecordingReader
 from dltui.recording.timeline import Timeline

@@ -24,7 +24,8 @@ from dltui.fleet.state import Fleet
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.fields import HOST_FIELDS
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample, to_wire
+from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample
+from dltui.protocol.wire import to_wire
 from dltui.telemetry.sampler import OPEN_DEADLINE
 from tests.conftest import ROOT, dltui_command, free_port, wait_until
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dltui.protocol.messages import HostSample, Link, Ping, Sample
+from dltui.protocol.messages import Link, Ping, Sample
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import (
     Header,
     Record,

@@ -13,17 +13,10 @@ import msgpack
 import pytest
 
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import (
-    GpuSample,
-    HostSample,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Link,
-    Pong,
-    Sample,
-    to_wire,
-)
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.messages import JobProgress, JobResult, Link, Pong, Sample
+from dltui.protocol.samples import GpuSample, HostSample
+from dltui.protocol.wire import to_wire
 from dltui.recording.chunks import DATA, HEADER_SIZE, KEYFRAME, START, Chunk, encode_chunk, scan
 from dltui.recording.codec import StretchDecoder
 from dltui.recording.format import MAGIC, Header, Record, RecordingError, decode_header

@@ -6,18 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from dltui.fleet.state import Fleet
+from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.messages import (
     Error,
-    HostSample,
     JobEnd,
     JobProgress,
     JobResult,
     Link,
-    ModelResult,
     Pong,
     Sample,
     Welcome,
 )
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import Record
 from dltui.recording.keyframe import StateTracker, decode_keyframe, encode_keyframe
 from dltui.recording.reader import RecordingReader

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.errors import AuthError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -16,13 +17,12 @@ from dltui.protocol.messages import (
     Auth,
     Error,
     JobEnd,
-    KernelPlan,
     Ping,
     Pong,
     Run,
     Subscribe,
-    to_wire,
 )
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import load_secret
 from tests.agents import collect_samples, connect
 from tests.conftest import start_agent

@@ -19,16 +19,8 @@ from hypothesis import strategies as st
 from textual.content import Content
 
 from dltui.foreign_text import LIMIT, shown, shown_markup
-from dltui.protocol.messages import (
-    Event,
-    GpuProcess,
-    GpuSample,
-    JobProgress,
-    Link,
-    Sample,
-    Subscribe,
-    Welcome,
-)
+from dltui.protocol.messages import Event, JobProgress, Link, Sample, Subscribe, Welcome
+from dltui.protocol.samples import GpuProcess, GpuSample
 from dltui.recording.export import export
 from dltui.recording.format import Header
 from dltui.recording.report import write_report

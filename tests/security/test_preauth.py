@@ -16,7 +16,8 @@ from dltui.agent import server
 from dltui.agent.admission import Admission, source_of
 from dltui.client.connection import AgentBusy
 from dltui.protocol.framing import FrameDecoder
-from dltui.protocol.messages import Inventory, Ping, Pong
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Ping, Pong
 from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, wait_for
 from tests.security.hostile import IdleFlood

@@ -13,7 +13,9 @@ import weakref
 from dltui.agent.server import Agent
 from dltui.agent.session import CONTROL_LIMIT
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Inventory, Ping, Subscribe, to_wire
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Ping, Subscribe
+from dltui.protocol.wire import to_wire
 from tests.conftest import wait_for
 from tests.security.hostile import RssWatch, ping_flood, rss
 

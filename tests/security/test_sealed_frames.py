@@ -13,19 +13,11 @@ import pytest
 from dltui.client.connection import handshake
 from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body, encode_frame
-from dltui.protocol.messages import (
-    Error,
-    JobEnd,
-    KernelPlan,
-    Ping,
-    Pong,
-    Run,
-    Sample,
-    Subscribe,
-    to_wire,
-)
+from dltui.protocol.messages import Error, JobEnd, Ping, Pong, Run, Sample, Subscribe
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import load_secret
 from tests.agents import connect
 

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import math
 
-from dltui.protocol.messages import (
-    GpuInfo,
-    GpuSample,
-    HostSample,
-    Inventory,
-    JobProgress,
-    Link,
-    Message,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import JobProgress, Link, Message, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
 
 GIB = 2**30
 

@@ -14,18 +14,10 @@ import pytest
 from textual.containers import VerticalScroll
 
 from dltui.client.target import parse_target
-from dltui.protocol.messages import (
-    HostSample,
-    Inventory,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Link,
-    Pong,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Pong, Sample, Welcome
+from dltui.protocol.samples import HostSample
 from dltui.tui import create_app
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.widgets.gpu_table import GpuTable

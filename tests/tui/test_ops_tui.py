@@ -8,19 +8,9 @@ import re
 import time
 from dataclasses import replace
 
-from dltui.protocol.messages import (
-    Event,
-    GpuInfo,
-    GpuProcess,
-    GpuSample,
-    HostSample,
-    Inventory,
-    Link,
-    MigInstance,
-    MigSample,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory, MigInstance
+from dltui.protocol.messages import Event, Link, Sample, Welcome
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample, MigSample
 from dltui.tui import create_app
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen

@@ -12,15 +12,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    Link,
-    Message,
-    ModelResult,
-    Welcome,
-)
+from dltui.protocol.bench_results import ModelResult
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Link, Message, Welcome
 from dltui.tui import create_app
 from dltui.tui.app import DltuiApp
 from dltui.tui.screens.results import ResultsScreen

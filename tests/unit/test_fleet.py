@@ -4,7 +4,8 @@ import math
 
 from dltui.fleet.series import Series
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import GpuSample, HostSample, Link, Pong, Sample, Welcome
+from dltui.protocol.messages import Link, Pong, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
 from tests.fakes.messages import INVENTORY
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 import msgpack
 import pytest
 
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -12,28 +14,20 @@ from dltui.protocol.messages import (
     Cancel,
     Error,
     Event,
-    GpuProcess,
-    GpuSample,
     Hello,
-    HostSample,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
-    KernelResult,
     Link,
-    MigSample,
-    ModelResult,
     Ping,
     Pong,
     Run,
     Sample,
     Subscribe,
     Welcome,
-    from_wire,
-    to_plain,
-    to_wire,
 )
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample, MigSample
+from dltui.protocol.wire import from_wire, to_plain, to_wire
 from tests.fakes.messages import INVENTORY, RESULT
 
 SAMPLE = Sample(

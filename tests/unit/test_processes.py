@@ -12,7 +12,9 @@ import psutil
 import pytest
 
 from dltui.plans.occupancy import busy_words, owner_words
-from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample, to_wire
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample
+from dltui.protocol.wire import to_wire
 from dltui.telemetry.processes import Owners, Placement, command_text, placement
 from tests.conftest import wait_for
 from tests.fakes.hostile import HOSTILE_COMM, NAMED

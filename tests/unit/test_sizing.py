@@ -10,7 +10,8 @@ from dltui.bench.suite import DIRECTIONS
 from dltui.formatting import duration_words, size_words
 from dltui.plans import sizing
 from dltui.plans.names import COLLECTIVES, KINDS, SHAPE_SETS
-from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan
+from dltui.protocol.inventory import GpuInfo, Inventory
 
 
 def box(gpus: int) -> Inventory:

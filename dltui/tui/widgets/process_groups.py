@@ -10,7 +10,7 @@ from textual.content import Content
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
 from dltui.plans.occupancy import owner_words
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.samples import GpuProcess
 from dltui.tui.widgets.panel import FleetPanel
 
 
