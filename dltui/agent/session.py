@@ -30,7 +30,7 @@ from dltui.protocol.messages import (
     Auth,
     Bye,
     Cancel,
-    Error,
+    ErrorMessage,
     Hello,
     Message,
     Ping,
@@ -186,7 +186,7 @@ class Session:
         transport = self.stream.writer.transport
         if transport.is_closing():
             return
-        self.stream.write_frame(encode_frame(to_wire(Error(code, detail))))
+        self.stream.write_frame(encode_frame(to_wire(ErrorMessage(code, detail))))
         transport.close()
         asyncio.get_running_loop().call_later(CLOSE_GRACE, transport.abort)
 
@@ -266,7 +266,7 @@ class Session:
 
     async def _refuse(self, code: str, detail: str) -> None:
         try:
-            await asyncio.wait_for(self.stream.send(Error(code, detail)), 1.0)
+            await asyncio.wait_for(self.stream.send(ErrorMessage(code, detail)), 1.0)
         except (TimeoutError, ConnectionError, RuntimeError):
             pass  # the peer is gone or not reading; closing is all that is left
 
@@ -342,7 +342,7 @@ class Session:
             self.agent.jobs.start(message.job, message.what)
         elif isinstance(message, Cancel):
             if not self.agent.jobs.cancel(message.job):
-                self._reply(Error("unknown_job", f"no running job {message.job!r}"))
+                self._reply(ErrorMessage("unknown_job", f"no running job {message.job!r}"))
         elif isinstance(message, Bye):
             return True
         else:

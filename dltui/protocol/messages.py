@@ -20,7 +20,7 @@ from dltui.protocol.samples import GpuSample, HostSample
 
 PROTOCOL_VERSION = 2  # 2: frames after a handshake with a secret are sealed
 
-LinkStateName = Literal["connecting", "live", "offline", "auth_failed", "busy"]
+ConnectionStateName = Literal["connecting", "live", "offline", "auth_failed", "busy"]
 """busy: the agent has no room now (its clients, or connections waiting to log in); retried."""
 JobState = Literal["done", "cancelled", "failed", "refused"]
 Severity = Literal["info", "warning", "critical"]
@@ -119,7 +119,11 @@ class Pong(Message):
 
 
 @dataclass(frozen=True, slots=True)
-class Error(Message):
+class ErrorMessage(Message):
+    """Agent → client: what the agent refused, or why it closes the connection (a code of
+    docs/protocol.md's Errors, and words). A frame, not an exception: the client turns it into
+    one where it must (`AuthError`, `AgentBusy`)."""
+
     TYPE: ClassVar[str] = "error"
     code: str
     message: str
@@ -133,14 +137,15 @@ class Bye(Message):
 
 
 @dataclass(frozen=True, slots=True)
-class Link(Message):
-    """Made by the client, never sent by an agent: the connection's state changed.
+class ConnectionState(Message):
+    """Made by the client, never sent by an agent: its connection to the agent changed state.
 
-    It travels through the same path as received frames, so a recording holds the gaps.
+    It travels through the same path as received frames, so a recording holds the gaps. Its
+    wire name, "link", is older than this class's name and stays: recordings hold it.
     """
 
     TYPE: ClassVar[str] = "link"
-    state: LinkStateName
+    state: ConnectionStateName
     wall: float
     detail: str | None = None
     rtt: float | None = None
@@ -267,7 +272,7 @@ resolves it, and a GPU that fell off the bus ten minutes ago is still news."""
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
     for cls in (
-        *(Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, Error, Bye, Link),
+        *(Hello, Auth, Welcome, Subscribe, Sample, Ping, Pong, ErrorMessage, Bye, ConnectionState),
         *(Run, Cancel, JobProgress, JobResult, JobEnd, Event),
     )
 }
