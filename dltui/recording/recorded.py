@@ -19,7 +19,9 @@ from dltui.recording.reader import RecordingReader, Say
 
 
 @dataclass
-class Session:
+class RecordedSession:
+    """One recording, read whole: its header, its records and the benchmark phases in them."""
+
     name: str
     header: Header
     records: list[Record]
@@ -46,7 +48,7 @@ class Session:
         return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
 
 
-def load(paths: list[Path], say: Say) -> list[Session]:
+def load(paths: list[Path], say: Say) -> list[RecordedSession]:
     """Each recording read whole; a damaged one's note goes to `say`."""
     sessions = []
     for path in paths:
@@ -54,5 +56,5 @@ def load(paths: list[Path], say: Say) -> list[Session]:
         records = reader.read_all()
         if note := reader.damage_report():
             say(note)
-        sessions.append(Session(path.stem, reader.header, records, phases(records)))
+        sessions.append(RecordedSession(path.stem, reader.header, records, phases(records)))
     return sessions

@@ -111,7 +111,7 @@ async def test_logged_in_clients_are_outside_that_budget(small_agent):
 
 
 async def test_past_the_clients_budget_one_more_is_told_busy(small_agent, monkeypatch):
-    monkeypatch.setattr(server, "MAX_SESSIONS", 2)
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
     _, port = small_agent
     clients = [(await connect(f"127.0.0.1:{port}"))[0] for _ in range(2)]
     with pytest.raises(AgentBusy, match="agent busy: the agent serves 2 clients already"):

@@ -1,6 +1,6 @@
 """One client's connection to the agent: handshake, commands, and a bounded outgoing queue.
 
-Samples are encoded once by the agent and offered to every session as bytes. A session keeps
+Samples are encoded once by the agent and offered to every connection as bytes. Each keeps
 at most `QUEUE_LIMIT` of them; when its client reads too slowly the oldest are dropped and
 counted, so one stalled client never holds memory or slows sampling for the others. Replies and
 results are never dropped, so a client that lets `CONTROL_LIMIT` bytes of them pile up (pings
@@ -65,9 +65,9 @@ class _Busy(Exception):
 
 
 class Host(Protocol):
-    """What a session needs of the agent that serves it (server.Agent): who it is, its rate,
-    its secret, its admission and sampling, its jobs and events. A protocol, so the agent
-    imports its sessions and not the other way round."""
+    """What a client connection needs of the agent that serves it (server.Agent): who it is,
+    its rate, its secret, its admission and sampling, its jobs and events. A protocol, so the
+    agent imports its client connections and not the other way round."""
 
     agent_id: str
     inventory: Inventory
@@ -81,7 +81,10 @@ class Host(Protocol):
     def room_for_client(self) -> str | None: ...
 
 
-class Session:
+class ClientConnection:
+    """The agent's side of one client: its handshake, the commands it sends, what is queued
+    for it."""
+
     def __init__(
         self, agent: Host, stream: MessageStream, peer: str, waiting: Waiting | None = None
     ) -> None:
@@ -321,7 +324,7 @@ class Session:
         log.info("client %s (%s) connected", message.client, self.peer)
 
     def _handle(self, message: Message) -> bool:
-        """Act on one command; True when the session should end."""
+        """Act on one command; True when the connection should end."""
         seq = getattr(message, "seq", None)
         if isinstance(message, (Subscribe, Ping, Run, Cancel)) or (
             isinstance(message, Bye) and seq is not None
@@ -353,6 +356,6 @@ class Session:
 def _forget_frames(exc: BaseException) -> None:
     """Drop a connection error's traceback. asyncio keeps the exception that ended a connection
     (the stream's reader raises the same object to every later read), so its traceback, whose
-    frames hold the session and everything it queued, would keep them alive in a cycle that
+    frames hold the connection and everything it queued, would keep them alive in a cycle that
     only the garbage collector breaks."""
     exc.__traceback__ = None
