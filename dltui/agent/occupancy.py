@@ -8,7 +8,7 @@ whole list is replaced at once).
 
 from __future__ import annotations
 
-from dltui.plans.occupancy import busy_words, mig_uuid
+from dltui.plans.occupancy import describe_others_work, mig_uuid
 from dltui.protocol.bench_plans import Plan
 from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import Sample
@@ -36,7 +36,7 @@ class Occupancy:
             index, instance = self._instances[uuid]
             processes = {index: [p for p in processes.get(index, [])
                                  if p.gpu_instance == instance]}  # fmt: skip
-        return busy_words(processes)
+        return describe_others_work(processes)
 
     def refusal(self, plan: Plan) -> str | None:
         """Why the plan may not run now, or None."""

@@ -261,7 +261,7 @@ def plot_whatif(view: WhatIfView, path: Path) -> bool:
     efficiency.axhline(100, color="grey", linewidth=0.8, linestyle=":")
     efficiency.set_ylim(0, 105)
     efficiency.set_ylabel("predicted efficiency vs one GPU (%)")
-    efficiency.set_title(f"Predicted efficiency; between servers: {view.network_words}",
+    efficiency.set_title(f"Predicted efficiency; between servers: {view.network_summary}",
                          fontsize=9)  # fmt: skip
     for axis in (rates, efficiency):
         axis.set_xticks(list(places), labels)

@@ -36,7 +36,8 @@ class WhatIfView:
     """The line rate of the network measured between servers; None: none was."""
 
     @property
-    def network_words(self) -> str:
+    def network_summary(self) -> str:
+        """The network between servers: described or measured, and its line rate."""
         if self.network_gbit is None:
             return f"measured, {self.measured_gbit or 0:.3g} Gbit/s"
         words = f"described, {self.network_gbit:g} Gbit/s"

@@ -214,7 +214,7 @@ class GpuReader:
                 values.update(read.held)  # the driver has nothing newer yet
                 continue
             try:
-                read.held = self._take(read, slot)
+                read.held = self._read_with_fallback(read, slot)
             except nvml_error as exc:
                 read.held = None
                 self.failed(read.group, exc)
@@ -229,7 +229,7 @@ class GpuReader:
             values.update(read.held)
         return GpuSample(index=self.index, state="ok", values=values, errors=errors)
 
-    def _take(self, read: PreparedRead, slot: Slot | None) -> Values:
+    def _read_with_fallback(self, read: PreparedRead, slot: Slot | None) -> Values:
         """One read, the next of its ways where NVML does not support one."""
         while True:
             name, take = read.ways[0]

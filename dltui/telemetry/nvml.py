@@ -201,7 +201,7 @@ class NvmlGateway:
         reader = self._readers[index]
         return (reader.handle, list(reader.active_links)) if reader.state == "ok" else None
 
-    def ask(self, name: str, *args: Any) -> Any:
+    def call_or_unanswered(self, name: str, *args: Any) -> Any:
         """One NVML call through the gateway (and its hang watch); Unanswered says why not."""
         try:
             return self.call(name, *args)
