@@ -35,7 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from dltui.client.session import WATCH_BATCH_S  # noqa: E402
 from dltui.protocol.framing import encode_frame  # noqa: E402
-from dltui.protocol.messages import Inventory, Sample, to_wire  # noqa: E402
+from dltui.protocol.inventory import Inventory  # noqa: E402
+from dltui.protocol.messages import Sample  # noqa: E402
+from dltui.protocol.wire import to_wire  # noqa: E402
 from dltui.telemetry.host import HostSampler  # noqa: E402
 from dltui.telemetry.nvml import NvmlGateway  # noqa: E402
 from dltui.telemetry.nvml_reads import FAST_INTERVALS, SLOW_INTERVALS  # noqa: E402

@@ -26,7 +26,7 @@ def timed(gateway: NvmlGateway, reader: Any, handle: Any, calls: int) -> dict[st
     """A health reader's values and its median cost, or NVML's reason for refusing it."""
 
     def call(name: str, *args: Any) -> Any:
-        return gateway.ask(name, *args)
+        return gateway.call_or_unanswered(name, *args)
 
     try:
         values = reader(call, pynvml, handle)
@@ -42,9 +42,9 @@ def timed(gateway: NvmlGateway, reader: Any, handle: Any, calls: int) -> dict[st
     return {"values": values, "median_us": round(statistics.median(costs) * 1e6, 1)}
 
 
-def ask(gateway: NvmlGateway, name: str, *args: Any) -> Any:
+def answer_or_reason(gateway: NvmlGateway, name: str, *args: Any) -> Any:
     try:
-        return gateway.ask(name, *args)
+        return gateway.call_or_unanswered(name, *args)
     except Unanswered as exc:
         return f"unanswered: {exc}"
 
@@ -60,9 +60,13 @@ def gpu_report(gateway: NvmlGateway, index: int, calls: int) -> dict[str, Any]:
     handle = opened[0]
     report["health"] = {group: timed(gateway, reader, handle, calls)
                         for group, reader in HEALTH_READERS.items()}  # fmt: skip
-    report["pcie_replay"] = ask(gateway, "nvmlDeviceGetPcieReplayCounter", handle)
-    report["supported_events"] = ask(gateway, "nvmlDeviceGetSupportedEventTypes", handle)
-    report["process_utilization"] = ask(gateway, "nvmlDeviceGetProcessUtilization", handle, 0)
+    report["pcie_replay"] = answer_or_reason(gateway, "nvmlDeviceGetPcieReplayCounter", handle)
+    report["supported_events"] = answer_or_reason(
+        gateway, "nvmlDeviceGetSupportedEventTypes", handle
+    )
+    report["process_utilization"] = answer_or_reason(
+        gateway, "nvmlDeviceGetProcessUtilization", handle, 0
+    )
     if isinstance(report["process_utilization"], list):
         report["process_utilization"] = f"{len(report['process_utilization'])} samples"
     return report
@@ -70,16 +74,18 @@ def gpu_report(gateway: NvmlGateway, index: int, calls: int) -> dict[str, Any]:
 
 def xid_registration(gateway: NvmlGateway) -> dict[str, str]:
     try:
-        event_set = gateway.ask("nvmlEventSetCreate")
+        event_set = gateway.call_or_unanswered("nvmlEventSetCreate")
     except Unanswered as exc:
         return {"event set": f"unanswered: {exc}"}
     found = {}
     for index in range(gateway.count):
         opened = gateway.opened(index)
         if opened is not None:
-            result = ask(gateway, "nvmlDeviceRegisterEvents", opened[0], XID_EVENT, event_set)
+            result = answer_or_reason(
+                gateway, "nvmlDeviceRegisterEvents", opened[0], XID_EVENT, event_set
+            )
             found[f"GPU {index}"] = "registered" if result is None else str(result)
-    ask(gateway, "nvmlEventSetFree", event_set)
+    answer_or_reason(gateway, "nvmlEventSetFree", event_set)
     return found
 
 

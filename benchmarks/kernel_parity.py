@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from dltui.bench.padding import padded  # noqa: E402
 from dltui.bench.shapes import ConvCase, GemmCase, RnnCase  # noqa: E402
-from dltui.protocol.messages import KernelResult  # noqa: E402
+from dltui.protocol.bench_results import KernelResult  # noqa: E402
 
 DEEPBENCH_H200 = ROOT / "benchmarks" / "reference" / "deepbench_h200_gemm_measured.csv"
 SLOW = 1.2
@@ -58,7 +58,7 @@ def load_results(path: Path) -> list[KernelResult]:
 
 def run_suite(kinds: list[str], precision: str, shape_set: str) -> list[KernelResult]:
     from dltui.bench.suite import run_plan
-    from dltui.protocol.messages import KernelPlan
+    from dltui.protocol.bench_plans import KernelPlan
 
     plan = KernelPlan(shape_set=shape_set, kinds=kinds, precisions=[precision], device="cuda")
     results: list[KernelResult] = []
@@ -205,7 +205,7 @@ def square_section(torch: Any, rounds: int = 3) -> dict[str, Any]:
     from dltui.bench.backends import load_backend
     from dltui.bench.suite import _Item, measure
     from dltui.plans.formulas import gemm_flops
-    from dltui.protocol.messages import KernelPlan
+    from dltui.protocol.bench_plans import KernelPlan
 
     backend = load_backend("torch", "cuda")
     case = GemmCase(8192, 8192, 8192)

@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dltui.protocol.messages import (
+    ConnectionState,
     JobEnd,
     JobProgress,
     JobResult,
-    Link,
     Pong,
     Sample,
     Welcome,
@@ -64,10 +64,10 @@ def looped(seconds: float, gpus: int = 8, every_s: float = 3600.0) -> Iterator[R
     jobs = [r for r in records if isinstance(r.message, JobProgress | JobResult | JobEnd)]
     job_start = jobs[0].received
     start = records[0].received
-    offset = next(r.message.offset for r in records if isinstance(r.message, Link)
+    offset = next(r.message.offset for r in records if isinstance(r.message, ConnectionState)
                   and r.message.offset is not None)  # fmt: skip
     pending: list[Record] = []
-    yield Record(start, SOURCE, Link("live", start, rtt=0.0008, offset=offset))
+    yield Record(start, SOURCE, ConnectionState("live", start, rtt=0.0008, offset=offset))
     yield Record(start, SOURCE, welcome)
     outage_until = -1.0
     for tick in range(int(seconds * 10)):
@@ -80,20 +80,22 @@ def looped(seconds: float, gpus: int = 8, every_s: float = 3600.0) -> Iterator[R
             yield pending.pop(0)
         if tick % int(every_s * 10) == int(every_s * 5):
             outage_until = elapsed + OUTAGE_S
-            yield Record(t, SOURCE, Link("offline", t, "connection lost: reset by peer"))
-            yield Record(t, SOURCE, Link("connecting", t))
+            yield Record(t, SOURCE, ConnectionState("offline", t, "connection lost: reset by peer"))
+            yield Record(t, SOURCE, ConnectionState("connecting", t))
         if elapsed < outage_until:
             continue
         if outage_until > 0:
             outage_until = -1.0
-            yield Record(t, SOURCE, Link("live", t, rtt=0.0008, offset=offset))
+            yield Record(t, SOURCE, ConnectionState("live", t, rtt=0.0008, offset=offset))
             yield Record(t, SOURCE, welcome)
         base = samples[tick % len(samples)]
         yield Record(t, SOURCE, dataclasses.replace(base, seq=tick + 1, wall=t - 0.0004,
                                                     mono=1000.0 + elapsed))  # fmt: skip
         if tick % 10 == 5:
             rtt = 0.0007 + (tick % 7) * 1e-5
-            yield Record(t, SOURCE, Link("live", t, rtt=rtt, offset=offset + (tick % 3) * 1e-6))
+            yield Record(
+                t, SOURCE, ConnectionState("live", t, rtt=rtt, offset=offset + (tick % 3) * 1e-6)
+            )
             yield Record(t, SOURCE, Pong(tick, t, 1000.0 + elapsed, dropped=tick // 36000))
 
 

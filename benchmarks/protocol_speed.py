@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import GpuSample, HostSample, Sample, from_wire, to_wire
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuSample, HostSample
 from dltui.protocol.seal import TAG_SIZE, seals
+from dltui.protocol.wire import from_wire, to_wire
 
 
 def make_sample(gpus: int) -> Sample:

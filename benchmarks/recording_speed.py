@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.long_recording import H200, looped
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import Sample, to_wire
+from dltui.protocol.messages import Sample
+from dltui.protocol.wire import to_wire
 from dltui.recording.codec import StretchEncoder
 from dltui.recording.format import Header, Record
 from dltui.recording.reader import RecordingReader

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from dltui.client.connection import AgentConnection  # noqa: E402
 from dltui.client.target import parse_target  # noqa: E402
 from dltui.fleet.state import Fleet  # noqa: E402
-from dltui.protocol.messages import Link, Message, Pong, Sample  # noqa: E402
+from dltui.protocol.messages import ConnectionState, Message, Pong, Sample  # noqa: E402
 
 WARM_UP_S = 130.0
 """The fleet's ring buffers hold two minutes: the start figures are taken once they are full."""
@@ -114,7 +114,7 @@ async def soak(agents: int, rate: float, seconds: float) -> dict:
             tally.received += 1
         elif isinstance(message, Pong):
             tally.dropped = message.dropped
-        elif isinstance(message, Link) and message.state == "offline":
+        elif isinstance(message, ConnectionState) and message.state == "offline":
             tally.offline += 1
 
     connections = [

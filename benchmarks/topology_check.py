@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from dltui.formatting import wiring_lines  # noqa: E402
 from dltui.plans.topology import matrix, path_short  # noqa: E402
-from dltui.protocol.messages import Inventory, to_plain  # noqa: E402
+from dltui.protocol.inventory import Inventory  # noqa: E402
+from dltui.protocol.wire import to_plain  # noqa: E402
 from dltui.telemetry.inventory import build_inventory  # noqa: E402
 from dltui.telemetry.nvml import NvmlGateway  # noqa: E402
 from dltui.telemetry.topology import read_topology  # noqa: E402

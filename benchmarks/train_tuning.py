@@ -18,7 +18,7 @@ from dataclasses import asdict, replace
 
 from dltui.bench.ranks import supervise
 from dltui.bench.training import TrainJob
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 FIELDS = {"batch": int, "precision": str, "compile": lambda v: v == "on",
           "channels_last": lambda v: v == "on", "mode": str}  # fmt: skip

@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import Link, Message, Sample, Welcome, from_wire, to_wire
+from dltui.protocol.messages import ConnectionState, Message, Sample, Welcome
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.reader import RecordingReader
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200x2-kernels.dlrec"
@@ -67,8 +68,10 @@ def timeline(gpus: int, rate: float, ticks: int) -> tuple[list[bytes], list[list
     records = RecordingReader(FIXTURE).read_all()
     start = [encode_frame(to_wire(widen(r.message, gpus))) for r in records
              if isinstance(r.message, Welcome)]  # fmt: skip
-    start.append(encode_frame(to_wire(Link("live", time.time(), rtt=0.0005, offset=0.0))))
-    body = [r.message for r in records if not isinstance(r.message, (Welcome, Link))]
+    start.append(
+        encode_frame(to_wire(ConnectionState("live", time.time(), rtt=0.0005, offset=0.0)))
+    )
+    body = [r.message for r in records if not isinstance(r.message, (Welcome, ConnectionState))]
     per_tick: list[list[bytes]] = []
     began = time.time() + WARMUP_S / 2
     seq = 0

@@ -19,7 +19,9 @@ from dltui.plans.topology import (
     path_short,
     pcie_text,
 )
-from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, KernelResult, ModelResult, Plan
+from dltui.protocol.bench_plans import KernelPlan, Plan
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import Nic, NumaNode, Topology
 
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -182,19 +184,19 @@ def rough_duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def left_words(seconds: float) -> str:
+def time_left(seconds: float) -> str:
     """'~3 min left': what a run still needs at the pace so far."""
     return f"~{rough_duration(seconds)} left"
 
 
-def duration_words(seconds: float) -> str:
+def estimated_duration(seconds: float) -> str:
     """'about 40 s', 'about 5 min', 'about 2 h': an estimate, its seconds to the nearest ten."""
     if seconds < 90:
         return f"about {max(round(seconds / 10) * 10, 10):.0f} s"
     return f"about {rough_duration(seconds)}"
 
 
-def size_words(plan: Plan, inventory: Inventory) -> str:
+def describe_plan_size(plan: Plan, inventory: Inventory) -> str:
     """'60 cases, about 5 min' or '4 training runs, about 12 min'."""
     if isinstance(plan, KernelPlan):
         count = sizing.kernel_cases(plan, inventory)
@@ -202,7 +204,7 @@ def size_words(plan: Plan, inventory: Inventory) -> str:
     else:
         count = sizing.model_runs(plan)
         what = f"{count} training run{'s' * (count != 1)}"
-    return f"{what}, {duration_words(sizing.estimate_s(plan, inventory))}"
+    return f"{what}, {estimated_duration(sizing.estimate_s(plan, inventory))}"
 
 
 # --- results as text: one line per timed case or training run ----------------------------------

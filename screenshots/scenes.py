@@ -21,7 +21,8 @@ from textual.screen import Screen
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import Event, GpuSample, HostSample, Link, Sample
+from dltui.protocol.messages import ConnectionState, Event, Sample
+from dltui.protocol.samples import GpuSample, HostSample
 from dltui.recording.replay import ReplaySet
 from dltui.tui.app import REDRAW_HZ, DltuiApp
 from dltui.tui.replay_app import ReplayApp, create_replay_app
@@ -84,7 +85,7 @@ def made_up(gpus: tuple[int, ...], offline: tuple[int, ...] = ()) -> DltuiApp:
         for message in server_messages(f"gpu-{n:02d}", count, start, seconds):
             fleet.apply(source, message)
         if n in offline:
-            fleet.apply(source, Link("offline", start + seconds, "connection reset"))
+            fleet.apply(source, ConnectionState("offline", start + seconds, "connection reset"))
     return DltuiApp(fleet, ClientSession([]), MonitorView(StillTime()))
 
 

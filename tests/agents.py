@@ -13,7 +13,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from dltui.client.connection import handshake
 from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
-from dltui.protocol.messages import KernelPlan, Sample
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.messages import Sample
 from tests.conftest import AgentProcess
 
 TINY = KernelPlan(

@@ -56,7 +56,7 @@ class Waiting:
         )
 
     def on_expire(self, expire: Expire) -> None:
-        """How to end it from now on (the listener's way first, then the session's)."""
+        """How to end it from now on (the listener's way first, then the client connection's)."""
         self._expire = expire
 
     def release(self) -> None:

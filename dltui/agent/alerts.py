@@ -232,12 +232,12 @@ class AlertRules:
 def _alert(rule: Rule, gpu: int | None, value: float, wall: float, state: EventState) -> Event:
     where = f"GPU {gpu}" if gpu is not None else "host"
     words = "no longer holds" if state == "resolved" else "holds"
-    detail = f"{rule.name}: {rule.when} {words} on {where} ({_value_words(rule, value)})"
+    detail = f"{rule.name}: {rule.when} {words} on {where} ({_describe_value(rule, value)})"
     return Event(0, "alert", rule.severity, detail, wall, gpu=gpu, state=state, rule=rule.name,
                  value=value)  # fmt: skip
 
 
-def _value_words(rule: Rule, value: float) -> str:
+def _describe_value(rule: Rule, value: float) -> str:
     if rule.throttle_bit is not None:
         return "throttle reasons " + hex(int(value))
     if len(rule.fields) == 2:

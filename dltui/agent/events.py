@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 from dltui.agent.alerts import AlertRules, Rule
 from dltui.agent.health import HealthCheck
-from dltui.protocol.messages import Event, Inventory, Sample
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Event, Sample
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from dltui.plans.topology import pcie_text
-from dltui.protocol.messages import Event, GpuInfo, Inventory, Sample, Severity
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import Event, Sample, Severity
 
 COUNT_INTERVAL_S = 60.0
 """At most one event a minute per GPU and count: a link replaying all the time is one line a

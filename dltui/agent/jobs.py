@@ -25,18 +25,10 @@ import psutil
 from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV
+from dltui.protocol.bench_plans import ModelPlan, Plan
 from dltui.protocol.child import ChildStream, spawn
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    JobState,
-    Message,
-    ModelPlan,
-    Plan,
-    Run,
-)
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, JobState, Message, Run
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable
 
 from dltui.agent.admission import Admission, Waiting
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Error, to_wire
+from dltui.protocol.messages import ErrorMessage
 from dltui.protocol.stream import MessageStream
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import PEM_LIMIT, check_regular
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ async def _connection(
     waiting = admission.admit(address[0], lambda code, detail: task.cancel())
     if waiting is None:
         if tls is None:  # a TLS client could not read a plaintext frame
-            _say(sock, Error("busy", BUSY_SOURCE))
+            _say(sock, ErrorMessage("busy", BUSY_SOURCE))
         sock.close()
         return
     try:
@@ -100,7 +101,7 @@ async def _connection(
             closing.callback(sock.close)  # until a transport owns the socket
             if tls is not None and not await _opens_with_tls(sock):
                 log.warning("refusing %s: it does not speak TLS", peer)
-                _say(sock, Error("tls_required", TLS_REQUIRED))
+                _say(sock, ErrorMessage("tls_required", TLS_REQUIRED))
                 return
             try:
                 stream = await _open_stream(sock, tls)
@@ -113,7 +114,7 @@ async def _connection(
         waiting.release()
 
 
-def _say(sock: socket.socket, error: Error) -> None:
+def _say(sock: socket.socket, error: ErrorMessage) -> None:
     """One plaintext error frame, if the socket has room for it now; never waits."""
     with contextlib.suppress(OSError):
         sock.send(encode_frame(to_wire(error)))

@@ -112,10 +112,10 @@ class AgentCollector(Collector):
             gpu = "" if event.gpu is None else str(event.gpu)
             labels = (self.hostname, gpu, event.kind, event.rule or "", event.severity)
             yield CONDITION_UP, labels, 1.0
-        sessions = [session for session in tuple(self.agent.sessions) if session.admitted]
-        yield AGENT_CLIENTS, host, float(len(sessions))
-        for session in sessions:
-            yield AGENT_DROPPED, (self.hostname, session.peer), float(session.dropped)
+        clients = [client for client in tuple(self.agent.connections) if client.admitted]
+        yield AGENT_CLIENTS, host, float(len(clients))
+        for client in clients:
+            yield AGENT_DROPPED, (self.hostname, client.peer), float(client.dropped)
         for call, count in sorted(self.sampler.nvml_errors.items()):
             yield AGENT_NVML_ERRORS, (self.hostname, call), float(count)
         yield AGENT_LAG, host, self.sampler.lag

@@ -8,8 +8,11 @@ whole list is replaced at once).
 
 from __future__ import annotations
 
-from dltui.plans.occupancy import busy_words, mig_uuid
-from dltui.protocol.messages import GpuProcess, Inventory, Plan, Sample
+from dltui.plans.occupancy import describe_others_work, mig_uuid
+from dltui.protocol.bench_plans import Plan
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess
 
 
 class Occupancy:
@@ -33,7 +36,7 @@ class Occupancy:
             index, instance = self._instances[uuid]
             processes = {index: [p for p in processes.get(index, [])
                                  if p.gpu_instance == instance]}  # fmt: skip
-        return busy_words(processes)
+        return describe_others_work(processes)
 
     def refusal(self, plan: Plan) -> str | None:
         """Why the plan may not run now, or None."""

@@ -1,8 +1,8 @@
-"""The agent process: a sampler thread feeding any number of client sessions.
+"""The agent process: a sampler thread feeding any number of client connections.
 
 Transports: TCP or TLS (`serve_tcp`) and this process's own stdin/stdout (`serve_stdio`, for a
 local spawn and for SSH). Sampling happens in the sampler's threads; this event loop only
-encodes each sample once and hands the bytes to the sessions.
+encodes each sample once and hands the bytes to the connections.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from dltui.agent.admission import Admission, Waiting
 from dltui.agent.alerts import Rule
+from dltui.agent.client_connection import ClientConnection
 from dltui.agent.config import ConfigFileError
 from dltui.agent.demand import SamplingDemand
 from dltui.agent.events import EventLog
@@ -29,15 +30,16 @@ from dltui.agent.jobs import Jobs
 from dltui.agent.listener import accept_forever, listening_socket
 from dltui.agent.occupancy import Occupancy
 from dltui.agent.results import ResultBoard
-from dltui.agent.session import Session
 from dltui.agent.throttle import AuthThrottle
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import Event, Inventory, Message, Sample, to_wire
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Event, Message, Sample
 from dltui.protocol.stream import MessageStream, claim_stdout
+from dltui.protocol.wire import to_wire
 
 log = logging.getLogger(__name__)
 
-MAX_SESSIONS = 128
+MAX_CONNECTIONS = 128
 """Clients logged in at once; one more is told the agent is busy and closed. Connections that
 have not logged in have a budget of their own (admission.py)."""
 
@@ -81,14 +83,14 @@ class Agent:
         self.latest: Sample | None = None
         """The sampler's latest sample, for /metrics."""
         self._unsent: deque[Sample] = deque()
-        """Samples not yet handed to the sessions, oldest first."""
+        """Samples not yet handed to the connections, oldest first."""
         self._batch_began: float | None = None
         """When the oldest sample of the batch being gathered was read (sampler thread)."""
         self.results = ResultBoard(inventory.hostname)
         self.agent_id = agent_id
         self.secret = secret
         self.tls = tls
-        self.sessions: set[Session] = set()
+        self.connections: set[ClientConnection] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.throttle = AuthThrottle()
         self.admission = Admission()
@@ -125,14 +127,14 @@ class Agent:
             loop.call_soon_threadsafe(self._send_samples)
 
     def _send_samples(self) -> None:
-        """Every sample not yet sent, to every session (the event loop's thread)."""
+        """Every sample not yet sent, to every connection (the event loop's thread)."""
         samples = []
         while self._unsent:  # only this thread takes from the left
             sample = self._unsent.popleft()
             samples.append((sample.mono, encode_frame(to_wire(sample))))
         if samples:
-            for session in self.sessions:
-                session.offer(samples)
+            for connection in self.connections:
+                connection.offer(samples)
 
     def on_event(self, event: Event) -> None:
         """An event to every client, from the thread that raised it."""
@@ -147,26 +149,26 @@ class Agent:
         self._send_samples()
         self.results.observe(message)
         frame = encode_frame(to_wire(message))
-        for session in self.sessions:
-            if session.ready:
-                session.deliver(frame)
+        for connection in self.connections:
+            if connection.ready:
+                connection.deliver(frame)
 
     def room_for_client(self) -> str | None:
         """None when one more client may log in; else why not, for its `busy` error."""
-        clients = sum(session.admitted for session in self.sessions)
-        if clients < MAX_SESSIONS:
+        clients = sum(connection.admitted for connection in self.connections)
+        if clients < MAX_CONNECTIONS:
             return None
         log.warning("refusing a client: %d clients already", clients)
-        return f"the agent serves {MAX_SESSIONS} clients already"
+        return f"the agent serves {MAX_CONNECTIONS} clients already"
 
     async def _serve(self, stream: MessageStream, peer: str, waiting: Waiting | None) -> None:
-        session = Session(self, stream, peer, waiting)
-        self.sessions.add(session)
+        connection = ClientConnection(self, stream, peer, waiting)
+        self.connections.add(connection)
         try:
-            await session.run()
+            await connection.run()
         finally:
-            self.sessions.discard(session)
-            self.demand.subscribe(session, None)
+            self.connections.discard(connection)
+            self.demand.subscribe(connection, None)
 
     async def serve_tcp(self, host: str, port: int, ready: Callable[[int], None]) -> None:
         """Serve until cancelled; `ready` gets the bound port (useful with port 0)."""
@@ -182,13 +184,13 @@ class Agent:
             await accept_forever(listener, self._serve, self.tls, self.admission)
         finally:
             await self.jobs.stop()
-            await self.stop_sessions("agent shutting down")
+            await self.stop_connections("agent shutting down")
 
-    async def stop_sessions(self, reason: str) -> None:
-        await asyncio.gather(*(session.stop(reason) for session in list(self.sessions)))
+    async def stop_connections(self, reason: str) -> None:
+        await asyncio.gather(*(connection.stop(reason) for connection in list(self.connections)))
 
     async def serve_stdio(self) -> None:
-        """One session over this process's stdin/stdout; returns when the peer hangs up.
+        """One connection over this process's stdin/stdout; returns when the peer hangs up.
 
         The real stdout is moved to a private descriptor and fd 1 pointed at stderr, so a stray
         print from any library cannot corrupt the frame stream.

@@ -18,7 +18,8 @@ from dltui.bench.ranks import R
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose
 from dltui.plans.topology import link, pcie_gbps, pcie_text
-from dltui.protocol.messages import Inventory, KernelResult
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import Inventory
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
 

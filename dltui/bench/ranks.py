@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dltui.bench.backends import error_text
-from dltui.protocol.messages import KernelResult, ModelResult, to_plain
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.validate import build
+from dltui.protocol.wire import to_plain
 
 Result = KernelResult | ModelResult
 OnResult = Callable[[Result], None]

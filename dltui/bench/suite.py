@@ -17,7 +17,8 @@ from dltui.bench.padding import padded
 from dltui.bench.shapes import AttentionCase, BandwidthCase, Case, ComputeCase, RnnCase, cases
 from dltui.plans import formulas
 from dltui.plans.names import COLLECTIVES
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
 
 DIRECTIONS = {
     "gemm": ("fwd",),

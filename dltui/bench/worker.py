@@ -25,20 +25,13 @@ from dltui.bench.cuda_guard import NoCuda, check_auto
 from dltui.plans.check import check_plan
 from dltui.plans.names import CPUS_ENV
 from dltui.plans.occupancy import mig_uuid
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Message,
-    ModelPlan,
-    ModelResult,
-    Run,
-    to_wire,
-)
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Run
 from dltui.protocol.stream import claim_stdout, read_message
+from dltui.protocol.wire import to_wire
 
 
 def read_run(source: BufferedReader) -> Run:

@@ -23,16 +23,8 @@ from dltui.client.scale_out import assign_ranks, local_ranks
 from dltui.client.target import Target
 from dltui.plans.check import PlanError
 from dltui.plans.names import COLLECTIVES
-from dltui.protocol.messages import (
-    JobEnd,
-    JobState,
-    KernelPlan,
-    Link,
-    Message,
-    ModelPlan,
-    Plan,
-    Welcome,
-)
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.messages import ConnectionState, JobEnd, JobState, Message, Welcome
 
 SEVERITY: tuple[JobState, ...] = ("failed", "refused", "cancelled", "done")
 """Worst first: a campaign ends as its worst job did."""
@@ -124,7 +116,7 @@ class Campaign:
                 if part.job == message.job:
                     part.end = message
                     self._changed.set()
-        elif isinstance(message, Link) and message.state in ("offline", "auth_failed"):
+        elif isinstance(message, ConnectionState) and message.state in ("offline", "auth_failed"):
             for part in self._running(source):
                 why = f"lost the agent: {message.detail or message.state}"
                 part.end = JobEnd(part.job or "", "failed", why, message.wall)
@@ -216,4 +208,4 @@ class Campaign:
             try:
                 await part.member.cancel(part.job)
             except (ConnectionError, OSError):
-                pass  # the agent is gone: its Link frame ends the part
+                pass  # the agent is gone: its ConnectionState frame ends the part

@@ -1,8 +1,8 @@
 """A client's connection to one agent: handshake, subscription, pings, reconnect.
 
 Everything it learns is handed on as protocol messages through `on_message`, including its
-own link state (`Link`), so the fleet, the TUI and a recorder see the same stream whether the
-agent is live or the stream comes from a file.
+own state (`ConnectionState` frames), so the fleet, the TUI and a recorder see the same stream
+whether the agent is live or the stream comes from a file.
 """
 
 from __future__ import annotations
@@ -27,20 +27,20 @@ from dltui.client.transport import (
 )
 from dltui.foreign_text import clean
 from dltui.protocol import auth
+from dltui.protocol.bench_plans import Plan
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.messages import (
     PROTOCOL_VERSION,
     Auth,
     Bye,
     Cancel,
-    Error,
+    ConnectionState,
+    ConnectionStateName,
+    ErrorMessage,
     Hello,
     JobEnd,
-    Link,
-    LinkStateName,
     Message,
     Ping,
-    Plan,
     Pong,
     Run,
     Subscribe,
@@ -67,7 +67,7 @@ class AgentBusy(ConnectionError):
     in, that it takes. Not a refusal: try again later (AgentConnection does, with backoff)."""
 
 
-def _refusal(error: Error) -> Exception:
+def _refusal(error: ErrorMessage) -> Exception:
     if error.code == "busy":
         return AgentBusy(f"agent busy: {error.message}")
     return AuthError(f"agent refused: {error.message}")
@@ -101,7 +101,7 @@ async def handshake(
 
     async def exchange() -> Welcome:
         hello = await stream.receive()
-        if isinstance(hello, Error):
+        if isinstance(hello, ErrorMessage):
             raise _refusal(hello)
         if not isinstance(hello, Hello):
             raise ProtocolError(f"expected hello, got {hello.TYPE}")
@@ -124,7 +124,7 @@ async def handshake(
         reply = await stream.receive()
         if clock is not None and isinstance(reply, Welcome):
             clock.add(sent_wall, time.monotonic() - sent_mono, reply.wall)
-        if isinstance(reply, Error):
+        if isinstance(reply, ErrorMessage):
             raise _refusal(reply)
         if not isinstance(reply, Welcome):
             raise ProtocolError(f"expected welcome, got {reply.TYPE}")
@@ -173,8 +173,8 @@ class AgentConnection:
         self.rate_hz = rate_hz
         self.batch_s = batch_s
         self.clock = ClockEstimator()
-        self.state: LinkStateName = "connecting"
-        self.link: Link | None = None
+        self.state: ConnectionStateName = "connecting"
+        self.link: ConnectionState | None = None
         """The last link frame this connection reported: how it stands now."""
         self.welcome: Welcome | None = None
         self._seq = itertools.count(1)
@@ -189,10 +189,10 @@ class AgentConnection:
         foreign: dltui.foreign_text), whether the agent sent it or it tells of the link."""
         self._deliver(source, clean(message))
 
-    def _link(self, state: LinkStateName, detail: str | None = None) -> None:
+    def _link(self, state: ConnectionStateName, detail: str | None = None) -> None:
         self.state = state
         rtt, offset = (self.clock.rtt, self.clock.offset) if state == "live" else (None, None)
-        self.link = Link(state, time.time(), detail, rtt, offset)
+        self.link = ConnectionState(state, time.time(), detail, rtt, offset)
         self.on_message(self.source, self.link)
 
     async def run(self) -> None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dltui.client.campaign import Campaign, Member, worst
-from dltui.protocol.messages import JobState, Message, Plan
+from dltui.protocol.bench_plans import Plan
+from dltui.protocol.messages import JobState, Message
 
 RunState = JobState | Literal["running"]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from dltui.client.session import FAILED, ClientSession, Unreachable
 from dltui.client.target import Target
-from dltui.protocol.messages import Event, Link, Message, Sample, Welcome
+from dltui.protocol.messages import ConnectionState, Event, Message, Sample, Welcome
 
 FIRST_SAMPLE_TIMEOUT = 10.0
 SETTLE = 1.2  # seconds: slow fields (GPM, clocks, ECC) come every 0.5-1 s
@@ -20,8 +20,8 @@ async def probe(
     """Unreachable when the agent cannot be reached, refuses us, stays busy or sends no sample
     in time; `busy` hears why, the first time the agent says it has no room."""
     samples: list[Sample] = []
-    lost: list[Link] = []
-    told_busy: list[Link] = []
+    lost: list[ConnectionState] = []
+    told_busy: list[ConnectionState] = []
     events: list[Event] = []
 
     def keep(source: str, message: Message) -> None:
@@ -29,9 +29,9 @@ async def probe(
             samples.append(message)
         elif isinstance(message, Event):
             events.append(message)
-        elif isinstance(message, Link) and message.state in FAILED:
+        elif isinstance(message, ConnectionState) and message.state in FAILED:
             lost.append(message)
-        elif isinstance(message, Link) and message.state == "busy":
+        elif isinstance(message, ConnectionState) and message.state == "busy":
             if not told_busy:
                 busy(message.detail or "busy")
             told_busy.append(message)

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from dltui.client.target import Target
 from dltui.plans.names import CPU_RANKS
-from dltui.protocol.messages import ClusterRole, Inventory, ModelPlan, Plan
+from dltui.protocol.bench_plans import ClusterRole, ModelPlan, Plan
+from dltui.protocol.inventory import Inventory
 
 DEFAULT_RENDEZVOUS_PORT = 29500  # torch.distributed's customary MASTER_PORT
 

@@ -31,7 +31,7 @@ from dltui.client.plan_run import PlanRun
 from dltui.client.target import Target
 from dltui.client.transport import OPEN_TIMEOUT
 from dltui.errors import DltuiError
-from dltui.protocol.messages import JobState, Link, Message, Welcome
+from dltui.protocol.messages import ConnectionState, JobState, Message, Welcome
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class ClientSession:
         ]
         self._sinks: list[Sink] = []
         self._runs: list[PlanRun] = []
-        self._failures: dict[str, Link] = {}
+        self._failures: dict[str, ConnectionState] = {}
         """Each agent's failure before its first welcome: what `welcomed` reports."""
         self._changed = asyncio.Event()
         self._running: dict[AgentConnection, asyncio.Task[Any]] = {}
@@ -103,7 +103,7 @@ class ClientSession:
             sink(source, message)
         for run in self._runs:
             run.observe(source, message)
-        if isinstance(message, Link) and message.state in FAILED:
+        if isinstance(message, ConnectionState) and message.state in FAILED:
             connection = self._by_source(source)
             if connection is not None and connection.welcome is None:
                 self._failures.setdefault(source, message)
@@ -164,7 +164,9 @@ class ClientSession:
             await connection.run()
         except Exception as exc:
             log.exception("the connection to %s failed", connection.source)
-            self.deliver(connection.source, Link("offline", time.time(), f"client error: {exc!r}"))
+            self.deliver(
+                connection.source, ConnectionState("offline", time.time(), f"client error: {exc!r}")
+            )
         finally:
             self._running.pop(connection, None)
 

@@ -26,8 +26,8 @@ from dltui.commands.bench_table import BenchTable
 from dltui.commands.headless import run_plans_headless
 from dltui.commands.options import (
     add_connection_options,
+    apply_connection_options,
     listen_argument,
-    reach,
     secret_option,
     target_argument,
 )
@@ -43,7 +43,8 @@ from dltui.plans.assertions import (
 from dltui.plans.check import check_plan
 from dltui.plans.names import DEVICES
 from dltui.plans.occupancy import mig_uuid
-from dltui.protocol.messages import JobState, KernelPlan, ModelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.messages import JobState
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 EXIT_STATUSES = exit_status.epilog(
@@ -286,7 +287,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """`dltui bench kernels|models ARGS`."""
     args = parser.parse_args(argv)
     secret = secret_option(args.secret_file)
-    targets = reach(args, args.agent or [Target("local")])
+    targets = apply_connection_options(args, args.agent or [Target("local")])
     plan: KernelPlan | ModelPlan
     if args.what == "kernels":
         plan = _kernel_plan(args)

@@ -17,26 +17,18 @@ from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.formatting import (
     HEADER,
+    describe_plan_size,
     format_model_row,
     format_row,
-    left_words,
     model_header,
-    size_words,
+    time_left,
 )
 from dltui.plans.gpt import is_gpt
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import (
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Message,
-    ModelPlan,
-    ModelResult,
-    Plan,
-    Welcome,
-    to_plain,
-)
+from dltui.protocol.bench_plans import ModelPlan, Plan
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Welcome
+from dltui.protocol.wire import to_plain
 
 
 class ProgressBar:
@@ -61,7 +53,7 @@ class ProgressBar:
         within = f" ({case:.0%} of this one)" if case else ""
         left = ""
         if 0.1 <= part < 1:  # before a tenth, start-up makes any pace a guess
-            left = " · " + left_words((now - self.started) * (1 - part) / part)
+            left = " · " + time_left((now - self.started) * (1 - part) / part)
         line = f"{bar} {int(done)}/{total}{within}{left} {label}"
         self.out.write(f"\r\x1b[2K{line[: terminal_width(self.out) - 1]}")
         self.out.flush()
@@ -102,11 +94,11 @@ class BenchTable:
         """Who the agents are, what runs and how big it is, and the table's header."""
         ((plan, across),) = self.run.plans  # a bench runs one plan
         for source, welcome in welcomes.items():
-            size = size_words(plan, welcome.inventory)
-            print(f"# {_describe(self.names[source], welcome)}; {_plan_words(plan)}: {size}")
+            size = describe_plan_size(plan, welcome.inventory)
+            print(f"# {_describe(self.names[source], welcome)}; {_describe_plan(plan)}: {size}")
         if across:
             campaign = self.run.campaign
-            print(f"# one run across {len(welcomes)} servers" + _rendezvous_words(campaign))
+            print(f"# one run across {len(welcomes)} servers" + _describe_rendezvous(campaign))
         header = HEADER
         if isinstance(plan, ModelPlan):
             header = model_header(all(is_gpt(model) for model in plan.models))
@@ -201,13 +193,13 @@ def _describe(name: str, welcome: Welcome) -> str:
     return f"{name}: {gpus}"
 
 
-def _plan_words(plan: Plan) -> str:
+def _describe_plan(plan: Plan) -> str:
     if isinstance(plan, ModelPlan):
         return f"{plan.framework}, models {', '.join(plan.models)}"
     return f"{plan.framework}, set {plan.shape_set}"
 
 
-def _rendezvous_words(campaign: Campaign) -> str:
+def _describe_rendezvous(campaign: Campaign) -> str:
     last = campaign.steps[-1].parts[0].plan.cluster
     if last is None:
         return ""

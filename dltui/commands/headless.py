@@ -13,7 +13,8 @@ from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.commands.exit_status import ASSERTION_FAILED, JOB_EXIT, OK
 from dltui.plans.assertions import Assertion, Baseline, cases, failures
-from dltui.protocol.messages import JobResult, JobState, KernelResult, Message, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import JobResult, JobState, Message
 
 
 class Say(Protocol):

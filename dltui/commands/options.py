@@ -109,7 +109,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def reach(args: argparse.Namespace, targets: list[Target]) -> list[Target]:
+def apply_connection_options(args: argparse.Namespace, targets: list[Target]) -> list[Target]:
     """The targets with the connection options applied, each once; TLS files are checked now
     so that a bad one is a usage error rather than every connection failing."""
     if bool(args.tls_cert) != bool(args.tls_key):

@@ -14,7 +14,7 @@ from dltui.predict.answer import NothingToPredict, answer
 from dltui.predict.described import DescriptionError, model, server
 from dltui.predict.model import Layout, parse_layout
 from dltui.predict.whatif import DEFAULT_LAYOUTS, WhatIf
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 MAX_DESCRIPTION_BYTES = 64 * 1024
 

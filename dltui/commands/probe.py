@@ -12,11 +12,17 @@ from typing import Any
 
 from dltui.client.probe import probe
 from dltui.commands import exit_status
-from dltui.commands.options import add_connection_options, reach, secret_option, target_argument
+from dltui.commands.options import (
+    add_connection_options,
+    apply_connection_options,
+    secret_option,
+    target_argument,
+)
 from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
 from dltui.formatting import fmt_count, fmt_memory, fmt_value, wiring_lines
-from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, FieldSpec, throttle_words
-from dltui.protocol.messages import Event, Sample, Welcome, to_plain
+from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, FieldSpec, throttle_reasons_in
+from dltui.protocol.messages import Event, Sample, Welcome
+from dltui.protocol.wire import to_plain
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     secret = secret_option(args.secret_file)
-    (target,) = reach(args, [args.agent])
+    (target,) = apply_connection_options(args, [args.agent])
 
     def busy(why: str) -> None:
         print(f"dltui probe: {target.label}: {why}; trying again", file=sys.stderr)
@@ -123,7 +129,7 @@ def value_lines(values: dict[str, float], fields: dict[str, FieldSpec]) -> list[
     for name in known + sorted(set(values) - set(fields)):
         value, spec = values[name], fields.get(name)
         if name == "throttle" and spec is not None:
-            words = ", ".join(throttle_words(int(value))) or "none"
+            words = ", ".join(throttle_reasons_in(int(value))) or "none"
             lines.append(f"{name:<{NAME}}{'':>{VALUE}}  {words}")
             continue
         text = fmt_value(value, spec.unit if spec else "")

@@ -25,7 +25,7 @@ from dltui.commands.headless import Say, run_plans_headless
 from dltui.commands.options import (
     add_connection_options,
     add_rate_option,
-    reach,
+    apply_connection_options,
     secret_option,
     target_argument,
 )
@@ -99,7 +99,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError("--duration must be a positive number of seconds")
     secret = secret_option(args.secret_file)
     plan = PlanFile([]) if args.plan is None else load_plan_file(args.plan)
-    targets = reach(args, args.agents or [Target("local")])
+    targets = apply_connection_options(args, args.agents or [Target("local")])
     session = ClientSession(targets, secret, args.rate)
     return asyncio.run(
         _record(session, args.output, args.duration, plan, args.fail_on, args.overwrite)

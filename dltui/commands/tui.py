@@ -8,7 +8,7 @@ from dltui.client.target import Target
 from dltui.commands.options import (
     add_connection_options,
     add_rate_option,
-    reach,
+    apply_connection_options,
     secret_option,
     target_argument,
 )
@@ -66,7 +66,7 @@ def check_terminal() -> None:
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     secret = secret_option(args.secret_file)
-    targets = reach(args, args.agents or [Target("local")])  # each server once
+    targets = apply_connection_options(args, args.agents or [Target("local")])  # each server once
     check_terminal()
     from dltui.tui.app import create_app
     from dltui.tui.terminal import run_to_the_end

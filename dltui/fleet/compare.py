@@ -22,7 +22,7 @@ from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
 from dltui.plans import formulas
 from dltui.plans.scaling import Scaling, scaling, throughput, throughput_unit
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 REFERENCE = "reference"
 """The baseline that is each result's published figure (DeepBench's V100, tf_cnn_benchmarks)."""

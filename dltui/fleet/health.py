@@ -10,8 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dltui.protocol.fields import health_fields, throttle_words
-from dltui.protocol.messages import ONCE_OPEN_S, Event, Inventory, Sample, to_plain
+from dltui.protocol.fields import health_fields, throttle_reasons_in
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import ONCE_OPEN_S, Event, Sample
+from dltui.protocol.wire import to_plain
 
 MAX_EVENTS = 1000
 """Events kept per server: a flapping link cannot grow a long session's memory."""
@@ -78,7 +80,7 @@ def gpu_health(values: dict[str, float]) -> dict[str, Any]:
     """A GPU's health fields from a values map, with its throttle reasons in words."""
     found: dict[str, Any] = {name: values[name] for name in health_fields() if name in values}
     if "throttle" in values:
-        found["throttle"] = throttle_words(int(values["throttle"]))
+        found["throttle"] = throttle_reasons_in(int(values["throttle"]))
     return found
 
 

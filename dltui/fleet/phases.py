@@ -26,17 +26,10 @@ from dataclasses import dataclass, field
 from dltui.plans import formulas
 from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import throughput
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.fields import GPU_FIELDS
-from dltui.protocol.messages import (
-    GpuSample,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Message,
-    ModelResult,
-    Sample,
-)
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Sample
+from dltui.protocol.samples import GpuSample
 
 MEANS = ("util_gpu", "tensor_active")
 """Averaged over the GPUs a case used."""

@@ -14,26 +14,23 @@ from typing import Literal
 from dltui.fleet.health import EventBook
 from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.series import Series
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import (
-    Error,
+    ConnectionState,
+    ConnectionStateName,
+    ErrorMessage,
     Event,
-    GpuProcess,
-    GpuState,
-    Inventory,
     JobEnd,
     JobProgress,
     JobResult,
     JobState,
-    KernelResult,
-    Link,
-    LinkStateName,
     Message,
-    MigSample,
-    ModelResult,
     Pong,
     Sample,
     Welcome,
 )
+from dltui.protocol.samples import GpuProcess, GpuState, MigSample
 
 SERIES_CAPACITY = 1200  # two minutes at 10 Hz
 
@@ -90,7 +87,7 @@ class ServerView:
     """Everything known about one server, as the frames told it."""
 
     source: str
-    link: LinkStateName = "connecting"
+    link: ConnectionStateName = "connecting"
     link_since: float | None = None
     link_detail: str | None = None
     rtt: float | None = None
@@ -192,7 +189,7 @@ class Fleet:
             server.job(message.job).started = self._when(server, received)
         if isinstance(message, Sample):
             server.apply_sample(message)
-        elif isinstance(message, Link):
+        elif isinstance(message, ConnectionState):
             if message.state != server.link:
                 server.link_since = message.wall
                 if message.state != "live":
@@ -220,7 +217,7 @@ class Fleet:
         elif isinstance(message, JobEnd):
             job = server.job(message.job)
             job.state, job.error, job.ended = message.state, message.error, message.wall
-        elif isinstance(message, Error):
+        elif isinstance(message, ErrorMessage):
             server.last_error = f"{message.code}: {message.message}"
         elif isinstance(message, Event):
             server.events.add(message)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from dltui.plans.check import PlanError
 from dltui.plans.scaling import scaling, throughput
 from dltui.plans.threshold import NUMBER_CHARS, threshold
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.errors import ProtocolError, quote
-from dltui.protocol.messages import KernelResult, ModelResult
 from dltui.protocol.validate import build
 from dltui.userfiles import FileProblem, name_of, read_bounded
 

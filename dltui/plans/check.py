@@ -32,8 +32,8 @@ from dltui.plans.names import (
     TUNINGS,
 )
 from dltui.plans.occupancy import mig_uuid
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.errors import quote
-from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 
 MAX_PROBLEMS = 6
 _HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from dltui.plans.assertions import Assertion, AssertionSyntaxError, parse_table
 from dltui.plans.check import PlanError, check_plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.errors import ProtocolError
-from dltui.protocol.messages import KernelPlan, ModelPlan, Plan
 from dltui.protocol.validate import build
 from dltui.userfiles import FileProblem, listing, load_toml
 

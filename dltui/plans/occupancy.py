@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.samples import GpuProcess
 
 MIG_DEVICE = re.compile(r"cuda:(MIG-(?:GPU-)?[0-9A-Za-z-]{8,64}(?:/\d{1,3}/\d{1,3})?)")
 """A plan's device naming one MIG instance: "cuda:MIG-<uuid>" (or the older
@@ -23,7 +23,7 @@ def mig_uuid(device: str) -> str | None:
     return match.group(1) if match else None
 
 
-def owner_words(process: GpuProcess) -> str:
+def describe_owner(process: GpuProcess) -> str:
     """Who runs a process and where: "user alice (job 41233)", "user bob (docker 3f2a1b9c0d4e)",
     "user root (pod ml/train-0, container trainer)", or its PID where nothing else is known."""
     who = f"user {process.user}" if process.user else f"pid {process.pid}"
@@ -56,13 +56,13 @@ def others(processes: dict[int, list[GpuProcess]]) -> dict[str, list[int]]:
     for index in sorted(processes):
         for process in processes[index]:
             if is_others(process):
-                gpus = found.setdefault(owner_words(process), [])
+                gpus = found.setdefault(describe_owner(process), [])
                 if index not in gpus:
                     gpus.append(index)
     return found
 
 
-def busy_words(processes: dict[int, list[GpuProcess]]) -> str | None:
+def describe_others_work(processes: dict[int, list[GpuProcess]]) -> str | None:
     """ "user alice (job 41233) on GPU 0; user bob on GPU 1, 2", or None when the GPUs run
     nothing but dltui's own work."""
     found = others(processes)

@@ -14,7 +14,7 @@ from itertools import combinations
 from math import comb
 
 from dltui.plans.topology import Link, gpu_names, link
-from dltui.protocol.messages import GpuInfo, Inventory
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import Topology
 
 EXHAUSTIVE = 5000
@@ -91,10 +91,12 @@ def choose(inventory: Inventory, count: int) -> GpuSet:
     links = _Links(topology, gpus)
     best = links.best(indices, count)
     order = links.ring(best)
-    return GpuSet(order, _words(links, order))
+    return GpuSet(order, _describe_gpu_set(links, order))
 
 
-def _words(links: _Links, order: list[int]) -> str:
+def _describe_gpu_set(links: _Links, order: list[int]) -> str:
+    """ "GPU 0,1 · NVLink ×18 · NUMA 0": the GPUs, the slowest link between them, their NUMA
+    nodes."""
     words = [gpu_names(order)]
     worst = links.worst(order)
     if worst is not None:

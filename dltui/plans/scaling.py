@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dltui.plans.formulas import scaling_efficiency
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 
 @dataclass(frozen=True, slots=True)

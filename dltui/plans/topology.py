@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dltui.protocol.messages import GpuInfo, KernelResult
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import GpuInfo
 from dltui.protocol.topology import GpuPair, Nic, Topology
 
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8,

@@ -10,7 +10,7 @@ from dltui.predict.described import Model, Server
 from dltui.predict.links import INTER, INTRA
 from dltui.predict.model import Fabric, Layout, parse_layout
 from dltui.predict.whatif import DEFAULT_LAYOUTS, WhatIf, what_if
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 
 class NothingToPredict(ValueError):

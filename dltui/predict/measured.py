@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dltui.predict import links, workload
 from dltui.predict.links import LinkCurve
 from dltui.predict.workload import Workload
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 
 def engine(framework: str, device: str) -> str:

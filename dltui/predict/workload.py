@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 MEASURED = "measured"
 """Each gradient's ready time was measured (a hook per gradient)."""

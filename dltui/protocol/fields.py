@@ -187,6 +187,6 @@ THROTTLE_REASONS = {
 }
 
 
-def throttle_words(mask: int) -> list[str]:
+def throttle_reasons_in(mask: int) -> list[str]:
     """The reasons set in an NVML throttle bitmask, in words."""
     return [words for bit, words in THROTTLE_REASONS.items() if mask & bit]

@@ -14,8 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, THROTTLE_REASONS, FieldSpec
-from dltui.protocol.messages import GpuInfo, JobProgress, KernelResult, ModelResult, Sample
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.messages import JobProgress, Sample
 
 Kind = Literal["gauge", "counter"]
 

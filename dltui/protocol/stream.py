@@ -15,8 +15,9 @@ from typing import BinaryIO
 
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import HEADER_SIZE, MAX_FRAME, FrameDecoder, encode_frame
-from dltui.protocol.messages import Message, from_wire, to_wire
+from dltui.protocol.messages import Message
 from dltui.protocol.seal import TAG_SIZE, Seal
+from dltui.protocol.wire import from_wire, to_wire
 
 READ_CHUNK = 64 * 1024
 

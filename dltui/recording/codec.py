@@ -24,7 +24,8 @@ import msgpack
 from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
-from dltui.protocol.messages import Sample, from_wire, to_wire
+from dltui.protocol.messages import Sample
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.delta import (
     DeltaError,
     Node,

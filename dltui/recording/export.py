@@ -24,7 +24,9 @@ from typing import Any
 
 from dltui.errors import UsageError
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import Event, JobResult, ModelResult, Sample, Welcome, to_plain
+from dltui.protocol.bench_results import ModelResult
+from dltui.protocol.messages import Event, JobResult, Sample, Welcome
+from dltui.protocol.wire import to_plain
 from dltui.recording.health_tables import EVENT_COLUMNS, PROCESS_COLUMNS, ProcessTable, event_row
 from dltui.recording.reader import Say, timed_records
 from dltui.recording.table_writers import (

@@ -28,7 +28,8 @@ from dltui.errors import UsageError
 from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, decode_body
-from dltui.protocol.messages import Message, from_wire, to_wire
+from dltui.protocol.messages import Message
+from dltui.protocol.wire import from_wire, to_wire
 
 MAGIC = b"DLTUIREC"
 VERSION = 2

@@ -13,8 +13,9 @@ import time
 from collections.abc import Sequence
 
 from dltui.plans.topology import pcie_text
-from dltui.protocol.fields import throttle_words
-from dltui.protocol.messages import Event, GpuInfo, Sample, Welcome
+from dltui.protocol.fields import throttle_reasons_in
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.messages import Event, Sample, Welcome
 from dltui.recording.format import Record
 
 Recording = tuple[str, Sequence[Record]]
@@ -42,7 +43,7 @@ def health_table(recordings: Sequence[Recording]) -> list[list[str]]:
                     key = (source, gpu.index)
                     last.setdefault(key, {}).update(gpu.values)
                     if "throttle" in gpu.values:
-                        words = throttle_words(int(gpu.values["throttle"]))
+                        words = throttle_reasons_in(int(gpu.values["throttle"]))
                         held.setdefault(key, set()).update(w for w in words if w != "idle")
             elif isinstance(message, Event):
                 events.setdefault((source, message.gpu), []).append(message)

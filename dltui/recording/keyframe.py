@@ -30,16 +30,8 @@ import msgpack
 from dltui.foreign_text import clean, shown
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
-from dltui.protocol.messages import (
-    Event,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    Link,
-    Sample,
-    from_wire,
-    to_wire,
-)
+from dltui.protocol.messages import ConnectionState, Event, JobEnd, JobProgress, JobResult, Sample
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.codec import MAX_RAW
 from dltui.recording.format import Record
 from dltui.recording.phases import starts_case
@@ -91,11 +83,13 @@ class StateTracker:
             self.counts[source] += 1
         elif isinstance(message, JOB_FRAMES):
             self._jobs.append((record, starts_case(self.last_done, record)))
-        elif isinstance(message, Link):
+        elif isinstance(message, ConnectionState):
             links = self._links.setdefault(source, {})
             last = links.get("last")
-            previous = last[1].message if last is not None else None  # a Link, or none yet
-            if not isinstance(previous, Link) or previous.state != message.state:
+            previous = (
+                last[1].message if last is not None else None
+            )  # a ConnectionState, or none yet
+            if not isinstance(previous, ConnectionState) or previous.state != message.state:
                 if last is not None:
                     links["before"] = last  # so that `since` is applied as a change of state
                 links["since"] = entry

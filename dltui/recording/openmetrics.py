@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from dltui.outfiles import Replacement
-from dltui.protocol.messages import Inventory, JobEnd, JobProgress, JobResult, Sample, Welcome
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Sample, Welcome
 from dltui.protocol.metric_names import (
     MetricSpec,
     Point,

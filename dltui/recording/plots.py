@@ -18,8 +18,9 @@ from dltui.formatting import GB, model_what, rate_text
 from dltui.outfiles import Replacement
 from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import configuration
-from dltui.protocol.messages import KernelResult, ModelResult, Sample
-from dltui.recording.recorded import Session
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import Sample
+from dltui.recording.recorded import RecordedSession
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -38,11 +39,11 @@ def _save(figure: Figure, path: Path) -> None:
     plt.close(figure)
 
 
-def kernels(session: Session) -> list[KernelResult]:
+def kernels(session: RecordedSession) -> list[KernelResult]:
     return [result for _, result in session.kernel_phases()]
 
 
-def plot_throughput(sessions: list[Session], path: Path) -> bool:
+def plot_throughput(sessions: list[RecordedSession], path: Path) -> bool:
     """A bar per case on a log axis (a CPU's GFLOP/s beside a GPU's hundreds of TFLOP/s),
     each bar labelled with its figure."""
     import matplotlib.pyplot as plt
@@ -77,7 +78,7 @@ def _throughput(result: KernelResult) -> float | None:
     return result.gbps / 1000 if result.gbps else None
 
 
-def plot_allreduce(sessions: list[Session], path: Path) -> bool:
+def plot_allreduce(sessions: list[RecordedSession], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 4.5))
@@ -100,7 +101,7 @@ def plot_allreduce(sessions: list[Session], path: Path) -> bool:
     return drawn
 
 
-def plot_training(sessions: list[Session], path: Path) -> bool:
+def plot_training(sessions: list[RecordedSession], path: Path) -> bool:
     """Images/s of every training run, per server."""
     import matplotlib.pyplot as plt
 
@@ -119,7 +120,7 @@ def plot_training(sessions: list[Session], path: Path) -> bool:
     return True
 
 
-def scaling_curves(sessions: list[Session]) -> dict[str, list[tuple[int, float]]]:
+def scaling_curves(sessions: list[RecordedSession]) -> dict[str, list[tuple[int, float]]]:
     """Per server and configuration, (GPUs, images/s) of its one-server runs, by GPUs."""
     curves: dict[tuple[object, ...], dict[int, float]] = defaultdict(dict)
     labels: dict[tuple[object, ...], str] = {}
@@ -134,7 +135,7 @@ def scaling_curves(sessions: list[Session]) -> dict[str, list[tuple[int, float]]
     return {labels[key]: sorted(points.items()) for key, points in curves.items()}
 
 
-def plot_scaling(sessions: list[Session], path: Path) -> bool:
+def plot_scaling(sessions: list[RecordedSession], path: Path) -> bool:
     """Images/s against GPUs with the ideal line (the one-GPU figure times N), and the
     efficiency (measured over ideal) beside it."""
     import matplotlib.pyplot as plt
@@ -168,7 +169,7 @@ def plot_scaling(sessions: list[Session], path: Path) -> bool:
     return True
 
 
-def plot_per_watt(sessions: list[Session], path: Path) -> bool:
+def plot_per_watt(sessions: list[RecordedSession], path: Path) -> bool:
     """Images/s per watt drawn by the GPUs each run used, against GPUs."""
     import matplotlib.pyplot as plt
 
@@ -194,7 +195,7 @@ def plot_per_watt(sessions: list[Session], path: Path) -> bool:
     return True
 
 
-def plot_telemetry(session: Session, path: Path) -> bool:
+def plot_telemetry(session: RecordedSession, path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     samples = [(r.received, r.message) for r in session.records if isinstance(r.message, Sample)]
@@ -260,7 +261,7 @@ def plot_whatif(view: WhatIfView, path: Path) -> bool:
     efficiency.axhline(100, color="grey", linewidth=0.8, linestyle=":")
     efficiency.set_ylim(0, 105)
     efficiency.set_ylabel("predicted efficiency vs one GPU (%)")
-    efficiency.set_title(f"Predicted efficiency; between servers: {view.network_words}",
+    efficiency.set_title(f"Predicted efficiency; between servers: {view.network_summary}",
                          fontsize=9)  # fmt: skip
     for axis in (rates, efficiency):
         axis.set_xticks(list(places), labels)

@@ -10,14 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dltui.fleet.phases import Phase
-from dltui.protocol.messages import Inventory, KernelResult, ModelResult, Welcome
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Welcome
 from dltui.recording.format import Header, Record
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader, Say
 
 
 @dataclass
-class Session:
+class RecordedSession:
+    """One recording, read whole: its header, its records and the benchmark phases in them."""
+
     name: str
     header: Header
     records: list[Record]
@@ -44,7 +48,7 @@ class Session:
         return [(p, p.result) for p in self.phases if isinstance(p.result, ModelResult)]
 
 
-def load(paths: list[Path], say: Say) -> list[Session]:
+def load(paths: list[Path], say: Say) -> list[RecordedSession]:
     """Each recording read whole; a damaged one's note goes to `say`."""
     sessions = []
     for path in paths:
@@ -52,5 +56,5 @@ def load(paths: list[Path], say: Say) -> list[Session]:
         records = reader.read_all()
         if note := reader.damage_report():
             say(note)
-        sessions.append(Session(path.stem, reader.header, records, phases(records)))
+        sessions.append(RecordedSession(path.stem, reader.header, records, phases(records)))
     return sessions

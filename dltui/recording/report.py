@@ -38,7 +38,7 @@ from dltui.plans.scaling import scaling, throughput
 from dltui.recording import plots
 from dltui.recording.health_report import events_table, health_table
 from dltui.recording.reader import Say
-from dltui.recording.recorded import Session, load
+from dltui.recording.recorded import RecordedSession, load
 from dltui.recording.whatif_report import whatif_charts, whatif_html, whatif_markdown, whatif_views
 from dltui.recording.wiring import ServerWiring, server_wirings
 
@@ -58,7 +58,7 @@ WIRING_NOTE = ("Each cell: the link from the row's GPU to the column's as nvidia
                "did. Nominal rates are each way.")  # fmt: skip
 
 
-def servers_table(sessions: list[Session]) -> list[list[str]]:
+def servers_table(sessions: list[RecordedSession]) -> list[list[str]]:
     rows = [["recording", "server", "host", "GPUs", "CPU", "driver", "recorded"]]
     for session in sessions:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.header.started))
@@ -74,7 +74,7 @@ def _number(value: float | None, digits: int = 4) -> str:
     return significant(value, digits) if value is not None else "–"
 
 
-def results_table(sessions: list[Session]) -> list[list[str]]:
+def results_table(sessions: list[RecordedSession]) -> list[list[str]]:
     """A row per timed case; one unit per column, named in its heading."""
     rows = [["recording", "host", "case", "pass", "prec", "device", "median", "±", "timed",
              "TFLOP/s", "GB/s", "vs V100", "power W", "TFLOP/s per W", "util %", "tensor %",
@@ -101,7 +101,7 @@ def results_table(sessions: list[Session]) -> list[list[str]]:
     return rows
 
 
-def training_table(sessions: list[Session]) -> list[list[str]]:
+def training_table(sessions: list[RecordedSession]) -> list[list[str]]:
     rows = [["recording", "host", "run", "GPUs", "framework", "device", "images or tokens/s",
              "±", "MFU", "vs 1 GPU", "vs 1 server", "power W", "per W", "util %", "tensor %",
              "reference"]]  # fmt: skip
@@ -202,7 +202,7 @@ def wiring_html(wirings: list[ServerWiring]) -> str:
     return "".join(parts)
 
 
-def _plots(sessions: list[Session], out: Path) -> list[tuple[str, str]]:
+def _plots(sessions: list[RecordedSession], out: Path) -> list[tuple[str, str]]:
     """(caption, file) of every plot there was something to draw for."""
     made = []
     for caption, name, draw in (

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from dltui.protocol.messages import JobResult, KernelResult, ModelResult, Welcome
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import JobResult, Welcome
 from dltui.recording.format import Record
 from dltui.recording.reader import RecordingReader
 

@@ -16,7 +16,7 @@ from dltui.predict.described import server
 from dltui.predict.measured import gather
 from dltui.predict.model import Layout, parse_layout
 from dltui.predict.whatif import DEFAULT_LAYOUTS, Row, WhatIf
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 NETWORK_GBIT = (10.0, 25.0, 100.0, 200.0, 400.0, 800.0)
 """The line rates between servers a reader steps through (+ and − on the what-if screen)."""
@@ -36,7 +36,8 @@ class WhatIfView:
     """The line rate of the network measured between servers; None: none was."""
 
     @property
-    def network_words(self) -> str:
+    def network_summary(self) -> str:
+        """The network between servers: described or measured, and its line rate."""
         if self.network_gbit is None:
             return f"measured, {self.measured_gbit or 0:.3g} Gbit/s"
         words = f"described, {self.network_gbit:g} Gbit/s"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dltui.predict.answer import NothingToPredict
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.recording.format import Record
 from dltui.recording.results import results_of
 from dltui.recording.whatif import WhatIfView, profiled_models, table_rows, what_if_view

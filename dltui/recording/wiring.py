@@ -18,7 +18,9 @@ from dltui.plans.topology import (
     peer_copies,
     peer_figures,
 )
-from dltui.protocol.messages import Inventory, JobResult, KernelResult, Welcome
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import JobResult, Welcome
 from dltui.recording.format import Record
 
 Rows = list[list[str]]

@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, GpuState, MigSample
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.samples import GpuProcess, GpuSample, GpuState, MigSample
 from dltui.telemetry import mig
 from dltui.telemetry.nvml_fast import PreparedRead, prepare
 from dltui.telemetry.nvml_health import HEALTH_READERS
@@ -222,7 +223,7 @@ class GpuReader:
                 values.update(read.held)
                 continue
             try:
-                read.held = self._take(read, slot)
+                read.held = self._read_with_fallback(read, slot)
             except nvml_error as exc:
                 read.held = None
                 self.failed(read.group, exc)
@@ -236,7 +237,7 @@ class GpuReader:
             values.update(read.held)
         return GpuSample(index=self.index, state="ok", values=values, errors=errors)
 
-    def _take(self, read: PreparedRead, slot: Slot | None) -> Values:
+    def _read_with_fallback(self, read: PreparedRead, slot: Slot | None) -> Values:
         """One read, the next of its ways where NVML does not support one."""
         while True:
             name, take = read.ways[0]

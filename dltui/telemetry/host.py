@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import psutil
 
-from dltui.protocol.messages import HostSample
+from dltui.protocol.samples import HostSample
 from dltui.telemetry.rates import CounterRates
 
 _SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size

@@ -14,7 +14,7 @@ import socket
 import psutil
 
 from dltui import installed_versions, normalized, version
-from dltui.protocol.messages import Inventory
+from dltui.protocol.inventory import Inventory
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dltui.protocol.messages import MigInstance
+from dltui.protocol.inventory import MigInstance
 
 Call = Callable[..., Any]
 Errors = tuple[type[BaseException], ...]

@@ -20,7 +20,8 @@ import logging
 from collections import Counter
 from typing import Any
 
-from dltui.protocol.messages import GpuInfo, GpuSample
+from dltui.protocol.inventory import GpuInfo
+from dltui.protocol.samples import GpuSample
 from dltui.telemetry.gpu_reader import GpuReader, Missing
 from dltui.telemetry.nvml_reads import INIT_REASONS
 from dltui.telemetry.nvml_watch import CallWatch
@@ -160,7 +161,7 @@ class NvmlGateway:
         reader = self._readers[index]
         return (reader.handle, list(reader.active_links)) if reader.state == "ok" else None
 
-    def ask(self, name: str, *args: Any) -> Any:
+    def call_or_unanswered(self, name: str, *args: Any) -> Any:
         """One NVML call through the gateway (and its hang watch); Unanswered says why not."""
         try:
             return self.call(name, *args)

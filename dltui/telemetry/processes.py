@@ -31,7 +31,7 @@ from typing import Any
 import psutil
 
 from dltui.foreign_text import decoded, shown
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.samples import GpuProcess
 
 CLAIM_LIMIT = 32
 """Characters kept of a claimed job ID (Slurm's are numbers)."""

@@ -27,7 +27,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from dltui.protocol.messages import Event, GpuProcess, GpuSample, Inventory, MigSample, Sample
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Event, Sample
+from dltui.protocol.samples import GpuProcess, GpuSample, MigSample
 from dltui.telemetry.host import HostSampler
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway

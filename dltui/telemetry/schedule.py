@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dltui.protocol.messages import GpuProcess, MigSample
+from dltui.protocol.samples import GpuProcess, MigSample
 from dltui.telemetry.gpu_reader import GpuReader, Values
 from dltui.telemetry.nvml_reads import (
     FAST_INTERVALS,

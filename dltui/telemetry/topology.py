@@ -1,8 +1,8 @@
 """The topology: how the GPUs reach each other, the CPUs and the network, taken once at start.
 
-The GPUs' side comes through the one NVML gateway (`NvmlGateway.ask`): each GPU's PCI address,
-NUMA node, CPU affinity and NVLink ports (version, and whether each ends at a GPU or an
-NVSwitch); for each pair, NVML's common-ancestor level and its P2P answers both ways. The
+The GPUs' side comes through the one NVML gateway (`NvmlGateway.call_or_unanswered`): each
+GPU's PCI address, NUMA node, CPU affinity and NVLink ports (version, and whether each ends at a
+GPU or an NVSwitch); for each pair, NVML's common-ancestor level and its P2P answers both ways. The
 host's side (NUMA nodes, sockets, NICs, PCI paths) comes from sysfs (host_topology). A read NVML
 cannot answer leaves its value absent and its reason in `Topology.unanswered`.
 """
@@ -44,10 +44,10 @@ class _Reader:
     sys: Path
     unanswered: dict[str, str] = field(default_factory=dict)
 
-    def ask(self, name: str, *args: Any) -> Any:
+    def call_or_none(self, name: str, *args: Any) -> Any:
         """NVML's answer, or None with the reason kept (the first one per function)."""
         try:
-            return self.gateway.ask(name, *args)
+            return self.gateway.call_or_unanswered(name, *args)
         except Unanswered as exc:
             self.unanswered.setdefault(name, str(exc))
             return None
@@ -58,24 +58,27 @@ class _Reader:
         if opened is None:
             return GpuPlacement(index), []
         handle, links = opened
-        pci = self.ask("nvmlDeviceGetPciInfo", handle)
+        pci = self.call_or_none("nvmlDeviceGetPciInfo", handle)
         bus = bus_id(_text(pci.busId)) if pci is not None else None
-        numa = self.ask("nvmlDeviceGetNumaNodeId", handle)
+        numa = self.call_or_none("nvmlDeviceGetNumaNodeId", handle)
         numa = numa if isinstance(numa, int) and numa >= 0 else None
         words = -(-(os.cpu_count() or 1) // AFFINITY_WORD_BITS)
-        masks = self.ask("nvmlDeviceGetCpuAffinity", handle, words)
+        masks = self.call_or_none("nvmlDeviceGetCpuAffinity", handle, words)
         affinity = _mask_cpus(masks) if masks is not None else None
         if bus is not None:  # the kernel's own answer where NVML has none
             numa = numa if numa is not None else host_topology.device_numa_node(self.sys, bus)
             affinity = affinity or host_topology.device_cpus(self.sys, bus)
-        versions = {self.ask("nvmlDeviceGetNvLinkVersion", handle, link) for link in links}
+        versions = {self.call_or_none("nvmlDeviceGetNvLinkVersion", handle, link) for link in links}
         versions.discard(None)
         switch_links, peers = 0, []
         for link in links:
-            if self.ask("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) == NVLINK_TO_SWITCH:
+            if (
+                self.call_or_none("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+                == NVLINK_TO_SWITCH
+            ):
                 switch_links += 1
                 continue
-            remote = self.ask("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+            remote = self.call_or_none("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
             if remote is not None:
                 peers.append(bus_id(_text(remote.busId)))
         placement = GpuPlacement(
@@ -94,7 +97,7 @@ class _Reader:
         if opened_a is None or opened_b is None:
             return GpuPair(a.index, b.index)
         first, second = opened_a[0], opened_b[0]
-        level = self.ask("nvmlDeviceGetTopologyCommonAncestor", first, second)
+        level = self.call_or_none("nvmlDeviceGetTopologyCommonAncestor", first, second)
         return GpuPair(
             a=a.index,
             b=b.index,
@@ -107,7 +110,7 @@ class _Reader:
     def p2p(self, source: Any, target: Any) -> dict[str, str]:
         found = {}
         for capability, code in P2P_CAPS.items():
-            status = self.ask("nvmlDeviceGetP2PStatus", source, target, code)
+            status = self.call_or_none("nvmlDeviceGetP2PStatus", source, target, code)
             if status is not None:
                 found[capability] = P2P_STATUS.get(status, f"status {status}")
         return found

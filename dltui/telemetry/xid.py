@@ -59,7 +59,7 @@ def watch_xid(
     """Hand each XID to `on_event` until `stopping` is set; returns at once without GPUs that
     can be registered."""
     try:
-        event_set = gateway.ask("nvmlEventSetCreate")
+        event_set = gateway.call_or_unanswered("nvmlEventSetCreate")
     except Unanswered as exc:
         log.info("no XID events: NVML cannot create an event set: %s", exc)
         return
@@ -68,7 +68,7 @@ def watch_xid(
             _wait(gateway, event_set, on_event, stopping)
     finally:
         try:
-            gateway.ask("nvmlEventSetFree", event_set)
+            gateway.call_or_unanswered("nvmlEventSetFree", event_set)
         except Unanswered as exc:
             log.debug("freeing the XID event set failed: %s", exc)
 
@@ -80,7 +80,7 @@ def _register(gateway: NvmlGateway, event_set: object) -> list[int]:
         if opened is None:
             continue
         try:
-            gateway.ask("nvmlDeviceRegisterEvents", opened[0], XID_EVENT, event_set)
+            gateway.call_or_unanswered("nvmlDeviceRegisterEvents", opened[0], XID_EVENT, event_set)
         except Unanswered as exc:
             log.info("GPU %d: no XID events: %s", index, exc)
             continue
@@ -111,7 +111,7 @@ def _wait(
 
 def _index(gateway: NvmlGateway, handle: object) -> int | None:
     try:
-        index: int = gateway.ask("nvmlDeviceGetIndex", handle)
+        index: int = gateway.call_or_unanswered("nvmlDeviceGetIndex", handle)
     except Unanswered:
         return None
     return index

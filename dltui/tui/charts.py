@@ -15,7 +15,7 @@ from dltui.fleet.series import Series
 from dltui.fleet.state import GpuView, ServerView
 from dltui.formatting import fmt_short
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, ChartSpec, Combine, FieldSpec
-from dltui.protocol.messages import GpuInfo
+from dltui.protocol.inventory import GpuInfo
 from dltui.tui.scales import full_scale, physical_top
 from dltui.tui.widgets.graph import Plot
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from dltui.protocol.fields import throttle_words
+from dltui.protocol.fields import throttle_reasons_in
 
 Level = Literal["ok", "warning", "critical"]
 LEVELS: tuple[Level, ...] = ("ok", "warning", "critical")
@@ -52,7 +52,7 @@ def memory_errors(latest: Latest) -> Level:
 
 
 def throttle(latest: Latest) -> Level:
-    words = set(throttle_words(int(latest("throttle") or 0)))
+    words = set(throttle_reasons_in(int(latest("throttle") or 0)))
     if words & THROTTLE_CRITICAL:
         return "critical"
     return "warning" if words & THROTTLE_WARNING else "ok"

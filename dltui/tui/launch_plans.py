@@ -10,14 +10,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dltui.client.campaign import check_layout, is_across
-from dltui.formatting import size_words
+from dltui.formatting import describe_plan_size
 from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
 from dltui.plans.names import COLLECTIVES, GPT_MODELS, WHITEPAPER_MODELS
 from dltui.plans.placement import sweep_counts, sweep_sets
 from dltui.plans.topology import gpu_names
-from dltui.protocol.messages import Inventory, KernelPlan, ModelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.inventory import Inventory
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:
     """Per server: how many cases or runs the launch makes there and about how long."""
     lines = []
     for name, inventory in servers.items():
-        words = [size_words(plan, inventory) for plan, _ in launch.plans]
+        words = [describe_plan_size(plan, inventory) for plan, _ in launch.plans]
         lines.append(f"{name}: {' + '.join(words)}")
     return lines
 

@@ -13,7 +13,7 @@ import math
 
 from dltui.fleet.series import Series
 from dltui.protocol.fields import FieldSpec
-from dltui.protocol.messages import GpuInfo
+from dltui.protocol.inventory import GpuInfo
 
 PCIE_LANE_GBITS = {
     1: 2.0,

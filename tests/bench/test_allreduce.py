@@ -13,7 +13,8 @@ import pytest
 
 from dltui.bench.kernels.allreduce import run_allreduce
 from dltui.bench.shapes import AllReduceCase
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
 from tests.conftest import require
 
 CASES = [AllReduceCase(1000), AllReduceCase(100_000)]

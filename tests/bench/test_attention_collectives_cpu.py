@@ -12,7 +12,8 @@ import pytest
 from dltui.bench.shapes import AttentionCase, cases
 from dltui.bench.suite import run_plan
 from dltui.plans import formulas
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
 from tests.conftest import SLOW, require
 
 FAST = {"shape_set": "tiny", "device": "cpu", "iterations": 20, "max_seconds": 0.2}

@@ -16,7 +16,8 @@ from dltui.bench.ranks import Reporter
 from dltui.bench.training import TrainJob, run_models
 from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans import gpt
-from dltui.protocol.messages import ModelPlan, ModelResult
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import ModelResult
 from tests.conftest import SLOW, require
 
 pytestmark = SLOW

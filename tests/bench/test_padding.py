@@ -63,7 +63,7 @@ def test_the_suite_reports_the_padded_shape_and_counts_the_stated_one():
     require("torch")
     from dltui.bench.backends import load_backend
     from dltui.bench.suite import _Item, measure
-    from dltui.protocol.messages import KernelPlan
+    from dltui.protocol.bench_plans import KernelPlan
 
     backend = load_backend("torch", "cpu")
     case = GemmCase(60, 30, 36)
@@ -84,7 +84,7 @@ def test_the_v100_ratio_is_given_only_where_the_run_is_set_up_as_deepbenchs():
     require("torch")
     from dltui.bench.backends import load_backend
     from dltui.bench.suite import _Item, measure
-    from dltui.protocol.messages import KernelPlan
+    from dltui.protocol.bench_plans import KernelPlan
 
     backend = load_backend("torch", "cpu")
     case = cases("quick", "gemm")[0]

@@ -14,7 +14,8 @@ import pytest
 
 from dltui.bench.shapes import cases
 from dltui.bench.suite import run_plan
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
 from tests.conftest import require
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

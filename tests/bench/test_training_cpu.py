@@ -16,7 +16,8 @@ import pytest
 from dltui.bench.training import run_models
 from dltui.plans.names import CNN_MODELS
 from dltui.plans.scaling import scaling
-from dltui.protocol.messages import ModelPlan, ModelResult
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import ModelResult
 from tests.conftest import ROOT, SLOW, require
 
 pytestmark = SLOW

@@ -13,7 +13,7 @@ from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
 from dltui.plans import formulas, gpt
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.peaks import dense_16bit_peak, mfu
-from dltui.protocol.messages import ClusterRole, KernelPlan, ModelPlan
+from dltui.protocol.bench_plans import ClusterRole, KernelPlan, ModelPlan
 
 
 def test_attention_flops_as_flashattention_counts_them():

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dltui.commands.exit_status import WRITE_FAILED
-from dltui.protocol.messages import Link
+from dltui.protocol.messages import ConnectionState
 from dltui.recording.format import Header
 from dltui.recording.reader import RecordingReader
 from dltui.recording.writer import RecordingWriter
@@ -66,7 +66,7 @@ def check_stopped_cleanly(
     reader = RecordingReader(path)
     records = reader.read_all()
     assert len(records) == int(match[3]) > 10
-    assert isinstance(records[0].message, Link)
+    assert isinstance(records[0].message, ConnectionState)
     if torn_tail:  # a read-only file system cannot be cut back: the reader drops the tail
         assert all(d.reason == "file ends inside a chunk" for d in reader.damage), reader.damage
     else:
@@ -142,15 +142,15 @@ def test_the_writer_stops_on_a_failed_write_and_drops_what_comes_after(tmp_path)
     path = tmp_path / "writer.dlrec"
     writer = RecordingWriter(path, Header("test", 0.0), failures.append)
     for tick in range(40):  # 4 s of records: chunks end every 0.5 s of their own time
-        writer.write("a", Link("live", tick / 10), received=1000.0 + tick / 10)
+        writer.write("a", ConnectionState("live", tick / 10), received=1000.0 + tick / 10)
     wait_for(lambda: writer.records >= 30, what="chunks on disk")
     full = os.open("/dev/full", os.O_WRONLY)
     os.dup2(full, writer._fd)
     os.close(full)
     for tick in range(40, 80):
-        writer.write("a", Link("live", tick / 10), received=1000.0 + tick / 10)
+        writer.write("a", ConnectionState("live", tick / 10), received=1000.0 + tick / 10)
     wait_for(lambda: failures, what="the failure")
-    writer.write("a", Link("live", 9.0), received=1009.0)
+    writer.write("a", ConnectionState("live", 9.0), received=1009.0)
     assert writer._queue.empty()  # dropped, not held
     writer.close()
     assert failures == [writer.failure]

@@ -17,12 +17,12 @@ import psutil
 from dltui.client.connection import AgentConnection
 from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.messages import (
+    ConnectionState,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
-    Link,
     Message,
     Pong,
     Sample,
@@ -68,9 +68,9 @@ def recorded_links_and_samples(path) -> list[str]:
     except RecordingError:  # not created yet, or its header not yet whole
         return []
     kinds = [
-        m.state if isinstance(m, Link) else type(m).__name__
+        m.state if isinstance(m, ConnectionState) else type(m).__name__
         for m in (r.message for r in records)
-        if isinstance(m, (Link, Sample))
+        if isinstance(m, (ConnectionState, Sample))
     ]
     return [k for k, _ in itertools.groupby(kinds)]
 
@@ -106,7 +106,7 @@ async def test_an_agent_killed_mid_benchmark_goes_offline_and_comes_back(agent_f
         killed = time.monotonic()
         agent.process.kill()
         await wait_until(lambda: watcher.server.link == "offline", 5, "offline")
-        assert watcher.first(Link, killed, "offline") - killed <= 2.0
+        assert watcher.first(ConnectionState, killed, "offline") - killed <= 2.0
         assert watcher.server.jobs[job].state == "failed"
         assert "lost the connection" in watcher.server.jobs[job].error
         # The orphaned worker notices its agent is gone and exits rather than hold a GPU.
@@ -116,7 +116,7 @@ async def test_an_agent_killed_mid_benchmark_goes_offline_and_comes_back(agent_f
         agent_factory(listen=agent.address)  # the same port, a new process
         restarted = time.monotonic()
         await wait_until(lambda: watcher.first(Sample, restarted), 10, "samples again")
-        assert watcher.first(Link, restarted, "live") - restarted <= 5.0
+        assert watcher.first(ConnectionState, restarted, "live") - restarted <= 5.0
         # The recorder reconnects on its own schedule (backoff up to 2 s), not the watcher's.
         await wait_until(lambda: samples_after_a_gap(recorded_links_and_samples(recording)),
                          30, "the recorder's samples after the gap")  # fmt: skip
@@ -192,5 +192,7 @@ async def test_a_frozen_client_costs_the_agent_nothing_and_gets_its_results(agen
     recorded_results = [r.message.result for r in records if isinstance(r.message, JobResult)]
     assert all(result in recorded_results for result in (m.result for m in results))
     assert [r.message.state for r in records if isinstance(r.message, JobEnd)] == ["done"]
-    assert not any(isinstance(r.message, Link) and r.message.state == "offline" for r in records)
+    assert not any(
+        isinstance(r.message, ConnectionState) and r.message.state == "offline" for r in records
+    )
     await bystander.close()

@@ -9,20 +9,12 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
+from dltui.protocol.bench_results import KernelResult
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import (
-    MESSAGE_TYPES,
-    GpuInfo,
-    GpuSample,
-    HostSample,
-    Inventory,
-    KernelResult,
-    Link,
-    MigInstance,
-    Sample,
-    Welcome,
-    from_wire,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory, MigInstance
+from dltui.protocol.messages import MESSAGE_TYPES, ConnectionState, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
+from dltui.protocol.wire import from_wire
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 from tests.fakes.boxes import Box, TopologyNvml, write_sysfs
@@ -117,7 +109,7 @@ def gpu_box_messages(now: float) -> list:
     ]
     inventory = Inventory("gpubox", "Linux", "Xeon", 64, 512 * GIB, gpus, "550.54", "12.4")
     welcome = Welcome("agent-1", inventory, 10.0, now, 1.0)
-    messages: list = [welcome, Link("live", now, rtt=0.0004, offset=0.0002)]
+    messages: list = [welcome, ConnectionState("live", now, rtt=0.0004, offset=0.0002)]
     for tick in range(30):
         busy = GpuSample(
             0,

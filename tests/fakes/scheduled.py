@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dltui.protocol.messages import GpuProcess, GpuSample, MigSample
+from dltui.protocol.samples import GpuProcess, GpuSample, MigSample
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.schedule import Schedule
 

@@ -23,7 +23,8 @@ from dltui.client.target import TlsOptions
 from dltui.client.tls import client_context
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plans
-from dltui.protocol.messages import HostSample, Link, Message, Ping, Sample
+from dltui.protocol.messages import ConnectionState, Message, Ping, Sample
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import Header, Record, RecordingError, encode_header, encode_record
 from dltui.recording.reader import RecordingReader
 from dltui.recording.timeline import Timeline
@@ -121,7 +122,7 @@ secret_modes = st.sampled_from([0o600, 0o400, 0o640, 0o604, 0o666, 0o700])
 
 def _seed_recordings() -> list[bytes]:
     """Small real recordings to mutate: version 2 as dltui writes it, and version 1."""
-    messages: list[Message] = [Link("live", 1.7e9)]
+    messages: list[Message] = [ConnectionState("live", 1.7e9)]
     for tick in range(60):
         host = HostSample({"cpu": float(tick % 7)}, [1.0, 2.0])
         messages.append(Sample(tick, 1.7e9 + tick / 10, tick / 10, host))

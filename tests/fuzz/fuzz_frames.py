@@ -21,7 +21,7 @@ import atheris
 with atheris.instrument_imports():
     from dltui.protocol.errors import ProtocolError
     from dltui.protocol.framing import FrameDecoder
-    from dltui.protocol.messages import from_wire
+    from dltui.protocol.wire import from_wire
     from dltui.recording.format import (
         Header,
         RecordDecoder,

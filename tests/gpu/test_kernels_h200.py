@@ -12,7 +12,8 @@ from dltui.bench.backends import load_backend
 from dltui.bench.shapes import BandwidthCase, ConvCase, GemmCase, RnnCase
 from dltui.bench.suite import _Item, measure
 from dltui.plans import formulas
-from dltui.protocol.messages import KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
 
 pytestmark = pytest.mark.gpu
 

@@ -17,7 +17,9 @@ import pytest
 from benchmarks.topology_check import disagreements, parse_topo
 from dltui.bench import placement
 from dltui.bench.suite import run_plan
-from dltui.protocol.messages import Inventory, KernelPlan, KernelResult
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import Inventory
 from dltui.telemetry.inventory import build_inventory
 from dltui.telemetry.nvml import NvmlGateway
 

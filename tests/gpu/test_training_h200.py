@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dltui.bench.training import run_models
-from dltui.protocol.messages import ModelPlan, ModelResult
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import ModelResult
 from tests.gpu.recorder import Recorder, torch_cuda
 
 pytestmark = pytest.mark.gpu

@@ -15,7 +15,8 @@ from dltui.bench.backends import load_backend
 from dltui.bench.shapes import AttentionCase
 from dltui.bench.suite import _Item, measure
 from dltui.bench.training import run_models
-from dltui.protocol.messages import KernelPlan, KernelResult, ModelPlan, ModelResult
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,8 @@ import msgpack
 import pytest
 
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe, to_wire
+from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe
+from dltui.protocol.wire import to_wire
 from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, start_agent
 

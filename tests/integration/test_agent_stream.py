@@ -42,7 +42,8 @@ async def test_samples_arrive_at_each_clients_rate(agent_factory):
         ticks = [b.seq - a.seq for a, b in itertools.pairwise(samples)]
         assert statistics.mean(ticks) == pytest.approx(20 / rate, rel=0.15), (rate, ticks)
         # Never closer than the ticks allow, but for a tick read more than half a tick late,
-        # which counts as the next one due (Session._wants): seen once on a loaded 2-core VM.
+        # which counts as the next one due (ClientConnection._wants): seen once on a loaded
+        # 2-core VM.
         assert min(ticks) >= max(1, int(20 / rate) - 1)
     fast_samples = runs[0]
     hosts = [sample.host for sample in fast_samples]

@@ -24,7 +24,8 @@ from dltui.fleet.state import Fleet
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.fields import HOST_FIELDS
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Hello, Link, Sample, to_wire
+from dltui.protocol.messages import PROTOCOL_VERSION, ConnectionState, Hello, Sample
+from dltui.protocol.wire import to_wire
 from dltui.telemetry.sampler import OPEN_DEADLINE
 from tests.conftest import ROOT, dltui_command, free_port, wait_until
 
@@ -52,7 +53,7 @@ async def test_reconnects_after_the_agent_restarts(agent_factory):
     task = asyncio.create_task(connection.run())
 
     def states() -> list[str]:
-        return [m.state for m in messages if isinstance(m, Link)]
+        return [m.state for m in messages if isinstance(m, ConnectionState)]
 
     try:
         await wait_until(lambda: any(isinstance(m, Sample) for m in messages), what="samples")
@@ -76,9 +77,11 @@ async def test_an_agent_that_never_says_hello_is_offline_and_tried_again(monkeyp
     accepted: list[asyncio.StreamWriter] = []
     silent = await asyncio.start_server(lambda _, writer: accepted.append(writer), "127.0.0.1", 0)
     port = silent.sockets[0].getsockname()[1]
-    links: list[Link] = []
-    connection = AgentConnection(parse_target(f"127.0.0.1:{port}"),
-                                 lambda _, m: isinstance(m, Link) and links.append(m))  # fmt: skip
+    links: list[ConnectionState] = []
+    connection = AgentConnection(
+        parse_target(f"127.0.0.1:{port}"),
+        lambda _, m: isinstance(m, ConnectionState) and links.append(m),
+    )
     task = asyncio.create_task(connection.run())
     try:
         await wait_until(lambda: len(accepted) >= 3, timeout=10, what="three attempts")

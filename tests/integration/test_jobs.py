@@ -13,13 +13,13 @@ from dataclasses import replace
 import psutil
 import pytest
 
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.messages import (
     MAX_BATCH_S,
     Cancel,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
     Run,
     Sample,
     Subscribe,

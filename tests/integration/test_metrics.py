@@ -19,16 +19,10 @@ import psutil
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.fields import THROTTLE_REASONS
-from dltui.protocol.messages import (
-    JobEnd,
-    JobResult,
-    ModelPlan,
-    ModelResult,
-    Run,
-    Sample,
-    Subscribe,
-)
+from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
 from dltui.protocol.metric_names import gpu_metric, host_metric, model_points
 from tests.agents import (
     OPENMETRICS,

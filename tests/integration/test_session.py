@@ -12,7 +12,7 @@ import pytest
 
 from dltui.client.session import ClientSession, Unreachable
 from dltui.client.target import Target, parse_target
-from dltui.protocol.messages import Link, Message, Sample, Welcome
+from dltui.protocol.messages import ConnectionState, Message, Sample, Welcome
 from dltui.userfiles import load_secret
 from tests.conftest import free_port
 
@@ -42,7 +42,10 @@ async def test_frames_reach_every_sink_in_order_and_close_stops_the_local_agent(
         assert local_agents()
     assert seen[0] == seen[1]
     kinds = [type(m) for m in seen[0]]
-    assert kinds[:2] == [Link, Welcome]  # connecting, then who it is, then live and samples
+    assert kinds[:2] == [
+        ConnectionState,
+        Welcome,
+    ]  # connecting, then who it is, then live and samples
     assert not local_agents()
 
 
@@ -89,9 +92,9 @@ async def test_a_connection_that_dies_of_a_bug_says_offline(monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("dltui.client.connection.AgentConnection.run", broken)
-    links: list[Link] = []
+    links: list[ConnectionState] = []
     session = ClientSession([Target("local")])
-    session.subscribe(lambda source, m: links.append(m) if isinstance(m, Link) else None)
+    session.subscribe(lambda source, m: links.append(m) if isinstance(m, ConnectionState) else None)
     session.start()
     with pytest.raises(Unreachable, match="client error: RuntimeError"):
         await asyncio.wait_for(session.welcomed(), 10)

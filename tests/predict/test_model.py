@@ -17,7 +17,7 @@ from dltui.predict.model import (
     predict,
 )
 from dltui.predict.workload import AFTER_BACKWARD, MEASURED, Workload, buckets
-from dltui.protocol.messages import KernelResult
+from dltui.protocol.bench_results import KernelResult
 
 MB = 10**6
 GB = 10**9

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from dltui.protocol.messages import Sample, from_wire, to_wire
+from dltui.protocol.messages import Sample
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.delta import apply_changes, changes, compile_shape, leaves, rebuild
 from dltui.recording.reader import RecordingReader
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dltui.protocol.messages import HostSample, Link, Ping, Sample
+from dltui.protocol.messages import ConnectionState, Ping, Sample
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import (
     Header,
     Record,
@@ -22,7 +23,7 @@ RECORDS = [
     Record(1.7e9 + i, "a", message)
     for i, message in enumerate(
         [
-            Link("live", 1.7e9),
+            ConnectionState("live", 1.7e9),
             Sample(1, 1.7e9, 5.0, HostSample({"cpu": 12.5}, [10.0, 15.0])),
             Ping(3, 9),
             Sample(2, 1.7e9 + 0.1, 5.1, HostSample({"cpu": 50.0}, [40.0, 60.0])),

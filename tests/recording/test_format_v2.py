@@ -13,17 +13,10 @@ import msgpack
 import pytest
 
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import (
-    GpuSample,
-    HostSample,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Link,
-    Pong,
-    Sample,
-    to_wire,
-)
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.messages import ConnectionState, JobProgress, JobResult, Pong, Sample
+from dltui.protocol.samples import GpuSample, HostSample
+from dltui.protocol.wire import to_wire
 from dltui.recording.chunks import DATA, HEADER_SIZE, KEYFRAME, START, Chunk, encode_chunk, scan
 from dltui.recording.codec import StretchDecoder
 from dltui.recording.format import MAGIC, Header, Record, RecordingError, decode_header
@@ -45,7 +38,7 @@ def session() -> list[Record]:
     """Three stretches of a small session: samples (some close enough to share a chunk), a pong,
     links and a job's frames."""
     result = KernelResult("gemm", "torch", "cpu", "fp32", "fwd", "64x64x64 NN", tflops=0.1)
-    records = [Record(T0, "a", Link("live", T0, rtt=0.001, offset=0.0))]
+    records = [Record(T0, "a", ConnectionState("live", T0, rtt=0.001, offset=0.0))]
     times = (0.1, 0.2, 0.4, 3, 6, 9.9, 10.1, 10.3, 14, 19, 20.5, 20.6, 25)
     for seq, at in enumerate(times, 1):
         t = T0 + at * STRETCH_S / 10

@@ -6,16 +6,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from dltui.protocol.messages import (
-    Event,
-    GpuInfo,
-    GpuProcess,
-    GpuSample,
-    HostSample,
-    Inventory,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import Event, Sample, Welcome
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample
 from dltui.recording.export import export
 from dltui.recording.format import Header
 from dltui.recording.health_report import events_table, health_table

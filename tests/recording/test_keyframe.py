@@ -6,18 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from dltui.fleet.state import Fleet
+from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.messages import (
-    Error,
-    HostSample,
+    ConnectionState,
+    ErrorMessage,
     JobEnd,
     JobProgress,
     JobResult,
-    Link,
-    ModelResult,
     Pong,
     Sample,
     Welcome,
 )
+from dltui.protocol.samples import HostSample
 from dltui.recording.format import Record
 from dltui.recording.keyframe import StateTracker, decode_keyframe, encode_keyframe
 from dltui.recording.reader import RecordingReader
@@ -35,16 +35,18 @@ def frames() -> list[Record]:
     """Two servers' worth of the frames that carry state, in an order a session has them."""
     welcome = next(r.message for r in RecordingReader(H200) if isinstance(r.message, Welcome))
     messages = [
-        ("a", Link("connecting", T0)), ("a", Link("live", T0 + 1)), ("a", welcome),
-        ("a", Link("live", T0 + 2, rtt=0.001, offset=0.25)), ("b", Link("live", T0 + 2)),
+        ("a", ConnectionState("connecting", T0)), ("a", ConnectionState("live", T0 + 1)),
+        ("a", welcome), ("a", ConnectionState("live", T0 + 2, rtt=0.001, offset=0.25)),
+        ("b", ConnectionState("live", T0 + 2)),
         ("a", Pong(1, T0, 0.0, dropped=0)), ("a", JobProgress("j1", 0, 2, "alexnet 1 GPU")),
         ("a", JobProgress("j1", 0, 2, "alexnet 1 GPU", fraction=0.4)),
-        ("a", JobResult("j1", model=training("j1", 1, 100.0))), ("b", Error("busy", "no")),
+        ("a", JobResult("j1", model=training("j1", 1, 100.0))), ("b", ErrorMessage("busy", "no")),
         ("a", JobProgress("j1", 1, 2, "alexnet 2 GPUs")), ("a", Pong(2, T0, 0.0, dropped=3)),
-        ("a", Link("live", T0 + 5, rtt=0.002, offset=0.5)),
+        ("a", ConnectionState("live", T0 + 5, rtt=0.002, offset=0.5)),
         ("a", JobProgress("j1", 1, 2, "alexnet 2 GPUs", fraction=0.7)),
-        ("a", Link("offline", T0 + 6, "reset by peer")), ("a", Link("connecting", T0 + 7)),
-        ("a", Link("live", T0 + 8, rtt=0.003)), ("b", Error("gone", "again")),
+        ("a", ConnectionState("offline", T0 + 6, "reset by peer")),
+        ("a", ConnectionState("connecting", T0 + 7)),
+        ("a", ConnectionState("live", T0 + 8, rtt=0.003)), ("b", ErrorMessage("gone", "again")),
         ("a", JobProgress("j1", 1, 2, "alexnet 2 GPUs", fraction=0.9)),
         ("a", Sample(1, T0 + 8, 1.0, HostSample({"cpu": 1.0}))),
     ]  # fmt: skip

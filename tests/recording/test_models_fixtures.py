@@ -14,7 +14,8 @@ import pytest
 
 from dltui.fleet.state import Fleet
 from dltui.formatting import images_text, significant
-from dltui.protocol.messages import JobResult, ModelResult
+from dltui.protocol.bench_results import ModelResult
+from dltui.protocol.messages import JobResult
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import ReplaySet, load_tracks

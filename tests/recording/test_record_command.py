@@ -9,7 +9,7 @@ import time
 import pytest
 
 from dltui.commands.exit_status import UNREACHABLE
-from dltui.protocol.messages import JobEnd, JobResult, Link, Sample, Welcome
+from dltui.protocol.messages import ConnectionState, JobEnd, JobResult, Sample, Welcome
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
 from tests.recordings import seconds_on_disk
@@ -36,7 +36,7 @@ def test_a_timed_recording_holds_the_session(agent, tmp_path):
     reader, records = records_of(path)
     assert reader.damage == [] and reader.header.sources == {agent.address: agent.address}
     kinds = [type(record.message) for record in records]
-    assert Welcome in kinds and Link in kinds
+    assert Welcome in kinds and ConnectionState in kinds
     samples = [r for r in records if isinstance(r.message, Sample)]
     assert 12 <= len(samples) <= 25  # 2 s at 10 Hz, less the connection's start
     assert all(r.source == agent.address for r in records)
@@ -109,7 +109,9 @@ def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
         and f"cannot reach {address}: connection refused" in result.stderr
     )
     _, records = records_of(path)  # what was seen is kept: the attempt and its failure
-    assert [r.message.state for r in records if isinstance(r.message, Link)][-1] == "offline"
+    assert [r.message.state for r in records if isinstance(r.message, ConnectionState)][
+        -1
+    ] == "offline"
 
 
 def test_a_bad_plan_file_is_a_clear_error(tmp_path):

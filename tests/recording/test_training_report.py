@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dltui.protocol.messages import JobEnd, JobProgress, JobResult, ModelResult, Sample
+from dltui.protocol.bench_results import ModelResult
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Sample
 from dltui.recording.format import Record
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader

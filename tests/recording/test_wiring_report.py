@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dltui.protocol.messages import (
-    Inventory,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    Message,
-    ModelResult,
-    Welcome,
-)
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Welcome
 from dltui.recording.format import Header
 from dltui.recording.report import write_report
 from dltui.recording.writer import RecordingWriter

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Ping, to_wire
+from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Ping
+from dltui.protocol.wire import to_wire
 
 
 @dataclass

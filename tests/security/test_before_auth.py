@@ -8,21 +8,21 @@ import asyncio
 
 import pytest
 
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.errors import AuthError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
     MESSAGE_TYPES,
     PROTOCOL_VERSION,
     Auth,
-    Error,
+    ErrorMessage,
     JobEnd,
-    KernelPlan,
     Ping,
     Pong,
     Run,
     Subscribe,
-    to_wire,
 )
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import load_secret
 from tests.agents import collect_samples, connect
 from tests.conftest import start_agent
@@ -94,7 +94,7 @@ async def test_commands_out_of_sequence_are_refused(agent_factory, first, then, 
     await client.stream.send(first)
     assert isinstance(await next_of(client.stream, Pong), Pong)
     await client.stream.send(then)
-    error = await next_of(client.stream, Error)
+    error = await next_of(client.stream, ErrorMessage)
     assert error.code == "protocol" and error.message == words
     with pytest.raises(EOFError):
         await client.stream.receive()
@@ -109,7 +109,7 @@ async def test_a_replayed_run_runs_nothing(agent_factory):
     end = await next_of(client.stream, JobEnd)
     assert end.job == "job-1" and end.state == "refused"
     await client.stream.send(refused)
-    error = await next_of(client.stream, Error)
+    error = await next_of(client.stream, ErrorMessage)
     assert "sequence 2 after 2" in error.message
     await client.close()
 

@@ -12,7 +12,8 @@ import pytest
 
 from dltui.agent.config import ConfigFileError, load_config
 from dltui.agent.jobs import data_dir_refusal
-from dltui.protocol.messages import JobEnd, JobResult, ModelPlan, Run
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.messages import JobEnd, JobResult, Run
 from tests.agents import connect
 from tests.conftest import require
 

@@ -22,15 +22,8 @@ from hypothesis import strategies as st
 
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import MAX_FRAME, FrameDecoder, encode_frame
-from dltui.protocol.messages import (
-    MESSAGE_TYPES,
-    PROTOCOL_VERSION,
-    Auth,
-    Message,
-    Subscribe,
-    from_wire,
-    to_wire,
-)
+from dltui.protocol.messages import MESSAGE_TYPES, PROTOCOL_VERSION, Auth, Message, Subscribe
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, wait_for

@@ -19,16 +19,8 @@ from hypothesis import strategies as st
 from textual.content import Content
 
 from dltui.foreign_text import LIMIT, shown, shown_markup
-from dltui.protocol.messages import (
-    Event,
-    GpuProcess,
-    GpuSample,
-    JobProgress,
-    Link,
-    Sample,
-    Subscribe,
-    Welcome,
-)
+from dltui.protocol.messages import ConnectionState, Event, JobProgress, Sample, Subscribe, Welcome
+from dltui.protocol.samples import GpuProcess, GpuSample
 from dltui.recording.export import export
 from dltui.recording.format import Header
 from dltui.recording.report import write_report
@@ -76,7 +68,7 @@ def hostile_recording(path: Path, host: str, gpu: str, process: str, words: str)
         Sample(last.seq + 1, last.wall + 0.2, last.mono + 0.2, last.host, gpus),
         Event(1, words, "warning", words, last.wall, 0),
         JobProgress("job1", 1, 2, words),
-        Link("offline", last.wall + 0.5, words),
+        ConnectionState("offline", last.wall + 0.5, words),
     ]
     writer = RecordingWriter(path, Header(words, 1000.0, {words: words}))
     received = 1000.0

@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 
 from dltui.agent.config import ConfigFileError, load_config
-from dltui.protocol.messages import ClusterRole, JobEnd, KernelPlan, Run
+from dltui.protocol.bench_plans import ClusterRole, KernelPlan
+from dltui.protocol.messages import JobEnd, Run
 from tests.agents import connect
 from tests.conftest import ROOT, dltui_command
 

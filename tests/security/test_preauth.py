@@ -16,7 +16,8 @@ from dltui.agent import server
 from dltui.agent.admission import Admission, source_of
 from dltui.client.connection import AgentBusy
 from dltui.protocol.framing import FrameDecoder
-from dltui.protocol.messages import Inventory, Ping, Pong
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import Ping, Pong
 from tests.agents import connect
 from tests.conftest import ROOT, dltui_command, wait_for
 from tests.security.hostile import IdleFlood
@@ -110,7 +111,7 @@ async def test_logged_in_clients_are_outside_that_budget(small_agent):
 
 
 async def test_past_the_clients_budget_one_more_is_told_busy(small_agent, monkeypatch):
-    monkeypatch.setattr(server, "MAX_SESSIONS", 2)
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 2)
     _, port = small_agent
     clients = [(await connect(f"127.0.0.1:{port}"))[0] for _ in range(2)]
     with pytest.raises(AgentBusy, match="agent busy: the agent serves 2 clients already"):

@@ -10,10 +10,12 @@ import itertools
 import socket
 import weakref
 
+from dltui.agent.client_connection import CONTROL_LIMIT
 from dltui.agent.server import Agent
-from dltui.agent.session import CONTROL_LIMIT
 from dltui.protocol.framing import encode_frame
-from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Inventory, Ping, Subscribe, to_wire
+from dltui.protocol.inventory import Inventory
+from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Ping, Subscribe
+from dltui.protocol.wire import to_wire
 from tests.conftest import wait_for
 from tests.security.hostile import RssWatch, ping_flood, rss
 
@@ -38,9 +40,10 @@ def test_a_client_that_never_reads_is_disconnected_and_its_memory_given_back(age
     assert agent.process.poll() is None
 
 
-async def test_a_session_whose_client_vanished_is_freed_by_reference_counting():
+async def test_a_connection_whose_client_vanished_is_freed_by_reference_counting():
     """The writer task met ConnectionResetError while its client was not reading; neither the
-    task nor the exception's traceback may keep the session (and its queues) alive."""
+    task nor the exception's traceback may keep the agent's ClientConnection (and its queues)
+    alive."""
     agent = Agent(Inventory("box", "Linux", "cpu", 1, 1 << 30), 100.0, "test-agent")
     port: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     serving = asyncio.create_task(agent.serve_tcp("127.0.0.1", 0, port.set_result))
@@ -54,24 +57,24 @@ async def test_a_session_whose_client_vanished_is_freed_by_reference_counting():
         writer.write(encode_frame(to_wire(Auth(PROTOCOL_VERSION, "vanishes", b"n" * 32))))
         writer.write(encode_frame(to_wire(Subscribe(1, 100.0))))
         writer.transport.pause_reading()  # from here on it reads nothing
-        while not agent.sessions:
+        while not agent.connections:
             await asyncio.sleep(0.01)
-        (session,) = agent.sessions
+        (connection,) = agent.connections
         # Pings until the agent's writer is stuck behind full socket and transport buffers
-        # and pongs wait in the session's queue, well short of its limit.
+        # and pongs wait in the connection's queue, well short of its limit.
         for seq in itertools.count(2, 500):
             writer.write(b"".join(encode_frame(to_wire(Ping(s, s))) for s in range(seq, seq + 500)))
             await writer.drain()
             await asyncio.sleep(0)
-            if session._control_bytes > 64 << 10:
+            if connection._control_bytes > 64 << 10:
                 break
-        sessions = weakref.ref(session)
-        del session
+        connections = weakref.ref(connection)
+        del connection
         writer.transport.abort()  # unread data in its buffer: the kernel answers with RST
         deadline = asyncio.get_running_loop().time() + 5
-        while sessions() is not None and asyncio.get_running_loop().time() < deadline:
+        while connections() is not None and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)
-        assert sessions() is None, "a reference cycle keeps the session of a closed connection"
+        assert connections() is None, "a reference cycle keeps a closed ClientConnection"
     finally:
         gc.enable()
         serving.cancel()

@@ -13,19 +13,11 @@ import pytest
 from dltui.client.connection import handshake
 from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
+from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body, encode_frame
-from dltui.protocol.messages import (
-    Error,
-    JobEnd,
-    KernelPlan,
-    Ping,
-    Pong,
-    Run,
-    Sample,
-    Subscribe,
-    to_wire,
-)
+from dltui.protocol.messages import ErrorMessage, JobEnd, Ping, Pong, Run, Sample, Subscribe
+from dltui.protocol.wire import to_wire
 from dltui.userfiles import load_secret
 from tests.agents import connect
 
@@ -113,7 +105,11 @@ async def test_a_command_injected_after_the_handshake_is_refused_unread(path):
     received = await refusal(client.stream)
     assert not any(isinstance(m, JobEnd) for m in received)
     error = received[-1]
-    assert isinstance(error, Error) and error.code == "protocol" and AUTHENTICATION in error.message
+    assert (
+        isinstance(error, ErrorMessage)
+        and error.code == "protocol"
+        and AUTHENTICATION in error.message
+    )
     await client.close()
 
 
@@ -125,7 +121,7 @@ async def test_a_command_replayed_whole_is_refused(path):
         pass
     proxy.inject(proxy.sent_to_agent[-1])  # the sealed ping, byte for byte
     received = await refusal(client.stream)
-    assert isinstance(received[-1], Error) and AUTHENTICATION in received[-1].message
+    assert isinstance(received[-1], ErrorMessage) and AUTHENTICATION in received[-1].message
     await client.close()
 
 

@@ -17,7 +17,7 @@ from dltui.client.connection import AgentConnection
 from dltui.client.target import SshOptions, parse_target
 from dltui.client.transport import ssh_command
 from dltui.commands.exit_status import UNREACHABLE
-from dltui.protocol.messages import Link, Sample
+from dltui.protocol.messages import ConnectionState, Sample
 from tests.conftest import ROOT, dltui_command, wait_for, wait_until
 from tests.security.sshd import start_sshd, unavailable
 
@@ -80,7 +80,7 @@ async def test_a_connection_over_ssh_streams_and_its_agent_ends_with_it(sshd):
             lambda: sum(isinstance(m, Sample) for _, m in messages) >= 5, 30, "samples over ssh"
         )
         assert {source for source, _ in messages} == {target.label}
-        assert [m.state for _, m in messages if isinstance(m, Link)][-1] == "live"
+        assert [m.state for _, m in messages if isinstance(m, ConnectionState)][-1] == "live"
         assert remote_agents(sshd), "the agent runs under sshd"
     finally:
         await connection.stop()

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import math
 
-from dltui.protocol.messages import (
-    GpuInfo,
-    GpuSample,
-    HostSample,
-    Inventory,
-    JobProgress,
-    Link,
-    Message,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import ConnectionState, JobProgress, Message, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
 
 GIB = 2**30
 
@@ -62,7 +54,7 @@ def server_messages(
     running a benchmark case."""
     messages: list[Message] = [
         Welcome(f"agent-{hostname}", inventory(hostname, gpus, cores), rate, start, 1.0),
-        Link("live", start, rtt=0.0004, offset=0.0),
+        ConnectionState("live", start, rtt=0.0004, offset=0.0),
     ]
     ticks = int(seconds * rate)
     for tick in range(ticks):

@@ -14,18 +14,18 @@ import pytest
 from textual.containers import VerticalScroll
 
 from dltui.client.target import parse_target
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import (
-    HostSample,
-    Inventory,
+    ConnectionState,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelResult,
-    Link,
     Pong,
     Sample,
     Welcome,
 )
+from dltui.protocol.samples import HostSample
 from dltui.tui import create_app
 from dltui.tui.screens.help import HelpScreen
 from dltui.tui.widgets.gpu_table import GpuTable
@@ -81,13 +81,13 @@ async def test_fake_gpu_fleet_shows_gpus_lost_gpu_and_offline_link() -> None:
         app.fleet.apply("gpubox:7070", Pong(1, now, 1.0, dropped=3))
         await wait_for_text(pilot, "dropped 3")
 
-        app.fleet.apply("gpubox:7070", Link("offline", time.time(), "connection reset"))
+        app.fleet.apply("gpubox:7070", ConnectionState("offline", time.time(), "connection reset"))
         text = await wait_for_text(pilot, r"offline since \d\d:\d\d:\d\d \(\d+ s ago\)")
         assert re.search(r"as of \d\d:\d\d:\d\d · connection reset", text)
         assert re.search(r"\n +0 +█+\S* +79%", text)  # its last values, greyed
         assert app.sub_title == "1 server · 0 live · 1 offline"
 
-        app.fleet.apply("gpubox:7070", Link("auth_failed", time.time(), "bad secret"))
+        app.fleet.apply("gpubox:7070", ConnectionState("auth_failed", time.time(), "bad secret"))
         text = await wait_for_text(pilot, "✕ auth failed")
         assert "bad secret" in text and "offline" not in text
 
@@ -121,7 +121,7 @@ async def test_server_without_gpu_shows_why_and_no_gpu_lines() -> None:
     inventory = Inventory("cpubox", "Linux", "EPYC", 8, 32 * GIB, nvml_error="no NVIDIA driver")
     async with app.run_test(size=(120, 40)) as pilot:
         app.fleet.apply("cpubox:7070", Welcome("agent-2", inventory, 10.0, now, 1.0))
-        app.fleet.apply("cpubox:7070", Link("live", now))
+        app.fleet.apply("cpubox:7070", ConnectionState("live", now))
         host = HostSample({"cpu": 40.0, "load1": 2.5, "load5": 1.0, "load15": 0.5}, [40.0] * 8)
         app.fleet.apply("cpubox:7070", Sample(1, now, 1.0, host))
         text = await wait_for_text(pilot, r"cpu +100%┤[^\n]*\n│ 40%")

@@ -10,7 +10,7 @@ import time
 import pytest
 from textual.widgets import Input
 
-from dltui.protocol.messages import Link
+from dltui.protocol.messages import ConnectionState
 from dltui.tui import DltuiApp, create_app
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.overlay import OverlayScreen
@@ -98,7 +98,7 @@ async def test_two_servers_line_up_row_for_row_when_one_is_offline(size: tuple[i
     async with app.run_test(size=size) as pilot:
         fleet_of(app, [4, 4])
         last = app.fleet.servers["gpu-01:7070"].last_sample_time or time.time()
-        app.fleet.apply("gpu-01:7070", Link("offline", last + 1, "connection reset"))
+        app.fleet.apply("gpu-01:7070", ConnectionState("offline", last + 1, "connection reset"))
         text = await wait_for_text(pilot, r"as of \d\d:\d\d:\d\d · connection reset")
         await pilot.pause(0.3)
         text = screen_text(app)

@@ -8,19 +8,9 @@ import re
 import time
 from dataclasses import replace
 
-from dltui.protocol.messages import (
-    Event,
-    GpuInfo,
-    GpuProcess,
-    GpuSample,
-    HostSample,
-    Inventory,
-    Link,
-    MigInstance,
-    MigSample,
-    Sample,
-    Welcome,
-)
+from dltui.protocol.inventory import GpuInfo, Inventory, MigInstance
+from dltui.protocol.messages import ConnectionState, Event, Sample, Welcome
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample, MigSample
 from dltui.tui import create_app
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen
@@ -123,7 +113,7 @@ async def test_mig_instances_in_the_detail_screen() -> None:
     reading = GpuSample(0, "ok", {}, processes=[running],
                         mig=[MigSample(1, {"mem_used": 9 * GIB, "sm_active": 55.0})])  # fmt: skip
     async with app.run_test(size=(150, 60)) as pilot:
-        for message in (Welcome("a", inventory, 10.0, now, 1.0), Link("live", now),
+        for message in (Welcome("a", inventory, 10.0, now, 1.0), ConnectionState("live", now),
                         Sample(1, now, 1.0, HostSample({}), [reading])):  # fmt: skip
             app.fleet.apply("migbox:7070", message)
         await wait_for_text(pilot, "migbox")

@@ -9,7 +9,8 @@ import time
 from textual.widgets import RadioButton
 
 from dltui.fleet.compare import REFERENCE
-from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample
 from dltui.tui import create_app
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.screens.detail import DetailScreen

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.messages import (
+    ConnectionState,
     JobEnd,
     JobProgress,
     JobResult,
-    Link,
     Message,
-    ModelResult,
     Welcome,
 )
 from dltui.tui import create_app
@@ -49,7 +49,7 @@ def frames(box: Box, name: str, tmp_path: Path) -> list[Message]:
     ]  # fmt: skip
     now = 1_700_000_000.0
     messages: list[Message] = [Welcome(f"agent-{name}", inventory, 10.0, now, 1.0),
-                               Link("live", now, rtt=0.0004, offset=0.0)]  # fmt: skip
+                               ConnectionState("live", now, rtt=0.0004, offset=0.0)]  # fmt: skip
     for done, result in enumerate(results):
         messages += [JobProgress("j", done, len(results), "case"), JobResult.of("j", result)]
     return [*messages, JobEnd("j", "done", wall=now + 60)]

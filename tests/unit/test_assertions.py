@@ -16,7 +16,8 @@ from dltui.plans.assertions import (
 )
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plan_file
-from dltui.protocol.messages import KernelResult, ModelResult, to_plain
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.wire import to_plain
 
 GEMM = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "4096x4096x4096 NN", tflops=650.0,
                     ratio=2.2, median_s=0.0002)  # fmt: skip
@@ -118,7 +119,7 @@ def test_a_plan_file_takes_an_assert_table(tmp_path) -> None:
 
 def test_a_gpt_run_is_held_to_its_mfu_and_tokens_per_second():
     from dltui.plans.assertions import cases, failures, parse_assertion
-    from dltui.protocol.messages import ModelResult
+    from dltui.protocol.bench_results import ModelResult
 
     run = ModelResult("gpt-1.3b", "torch", "cuda", "bf16", 8, 16, seq_len=2048,
                       tokens_per_s=4.0e5, mfu=0.46)  # fmt: skip

@@ -12,8 +12,9 @@ import pytest
 from dltui.protocol.child import died, spawn
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
-from dltui.protocol.messages import Ping, Pong, to_wire
+from dltui.protocol.messages import Ping, Pong
 from dltui.protocol.stream import read_message
+from dltui.protocol.wire import to_wire
 
 
 class Trickle(io.RawIOBase):

@@ -11,7 +11,7 @@ import pytest
 
 from dltui.fleet.compare import REFERENCE, ExportError, build, export, server_names
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.recording.replay import ReplaySet, load_tracks
 from tests.tui.synthetic import server_messages
 

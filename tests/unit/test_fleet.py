@@ -4,7 +4,8 @@ import math
 
 from dltui.fleet.series import Series
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import GpuSample, HostSample, Link, Pong, Sample, Welcome
+from dltui.protocol.messages import ConnectionState, Pong, Sample, Welcome
+from dltui.protocol.samples import GpuSample, HostSample
 from tests.fakes.messages import INVENTORY
 
 
@@ -43,7 +44,7 @@ def test_fleet_builds_server_state_from_messages():
     fleet.add("a:1")
     assert fleet.servers["a:1"].link == "connecting" and fleet.servers["a:1"].name == "a:1"
     fleet.apply("a:1", Welcome("id1", INVENTORY, 10.0, 100.0, 1.0))
-    fleet.apply("a:1", Link("live", 100.0, None, 0.002, 30.0))
+    fleet.apply("a:1", ConnectionState("live", 100.0, None, 0.002, 30.0))
     version = fleet.version
     fleet.apply("a:1", sample(1, 130.5, 99.0))
     assert fleet.version > version
@@ -60,9 +61,9 @@ def test_fleet_builds_server_state_from_messages():
 
 def test_going_offline_marks_a_gap_and_keeps_the_clock_offset():
     fleet = Fleet()
-    fleet.apply("a", Link("live", 1.0, None, 0.001, 2.0))
+    fleet.apply("a", ConnectionState("live", 1.0, None, 0.001, 2.0))
     fleet.apply("a", sample(1, 3.0, 10.0))
-    fleet.apply("a", Link("offline", 5.0, "connection refused"))
+    fleet.apply("a", ConnectionState("offline", 5.0, "connection refused"))
     server = fleet.servers["a"]
     assert server.link == "offline" and server.link_since == 5.0
     assert server.link_detail == "connection refused"

@@ -24,7 +24,7 @@ from dltui.formatting import (
     rough_duration,
     significant,
 )
-from dltui.protocol.messages import KernelResult
+from dltui.protocol.bench_results import KernelResult
 
 GIB = 2**30
 

@@ -8,7 +8,9 @@ import pytest
 from dltui.agent.alerts import AlertRules, RuleError, parse_rules
 from dltui.agent.events import EventLog
 from dltui.agent.health import COUNT_INTERVAL_S, RESOLVE_AFTER_S, HealthCheck
-from dltui.protocol.messages import Event, GpuInfo, GpuSample, HostSample, Inventory, Sample
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import Event, Sample
+from dltui.protocol.samples import GpuSample, HostSample
 
 INVENTORY = Inventory("gpu-01", "Linux", "Xeon", 64, 2**40, gpus=[
     GpuInfo(0, "NVIDIA H200", "GPU-0", 141 << 30, 5, 16, 5, 16),

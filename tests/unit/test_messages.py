@@ -3,6 +3,8 @@ from __future__ import annotations
 import msgpack
 import pytest
 
+from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import FrameDecoder, encode_frame
 from dltui.protocol.messages import (
@@ -10,30 +12,22 @@ from dltui.protocol.messages import (
     Auth,
     Bye,
     Cancel,
-    Error,
+    ConnectionState,
+    ErrorMessage,
     Event,
-    GpuProcess,
-    GpuSample,
     Hello,
-    HostSample,
     JobEnd,
     JobProgress,
     JobResult,
-    KernelPlan,
-    KernelResult,
-    Link,
-    MigSample,
-    ModelResult,
     Ping,
     Pong,
     Run,
     Sample,
     Subscribe,
     Welcome,
-    from_wire,
-    to_plain,
-    to_wire,
 )
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample, MigSample
+from dltui.protocol.wire import from_wire, to_plain, to_wire
 from tests.fakes.messages import INVENTORY, RESULT
 
 SAMPLE = Sample(
@@ -81,9 +75,9 @@ EVERY_MESSAGE = [
     SAMPLE,
     Ping(2, 1),
     Pong(1, 1.7e9, 5.0, 3),
-    Error("protocol", "bad"),
+    ErrorMessage("protocol", "bad"),
     Bye("done", 4),
-    Link("offline", 1.7e9, "refused"),
+    ConnectionState("offline", 1.7e9, "refused"),
     Run(5, "job1", KernelPlan(framework="tensorflow", kinds=["gemm"], iterations=10)),
     Cancel(6, "job1"),
     JobProgress("job1", 3, 10, "gemm 1760x16x1760 NN fp32"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from dltui.protocol.messages import MigInstance
+from dltui.protocol.inventory import MigInstance
 from dltui.telemetry.xid import watch_xid
 from tests.conftest import wait_for
 from tests.fakes.nvml import FakeGpu, FakeNvml

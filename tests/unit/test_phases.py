@@ -8,16 +8,9 @@ import pytest
 
 from dltui.fleet.phases import PhaseTracker
 from dltui.fleet.state import Fleet
-from dltui.protocol.messages import (
-    GpuSample,
-    HostSample,
-    JobEnd,
-    JobProgress,
-    JobResult,
-    KernelResult,
-    ModelResult,
-    Sample,
-)
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Sample
+from dltui.protocol.samples import GpuSample, HostSample
 
 GEMM = KernelResult("gemm", "torch", "cuda:1", "bf16", "fwd", "4096x4096x4096 NN", tflops=600.0)
 

@@ -14,7 +14,9 @@ from dltui.bench import placement as worker
 from dltui.bench.ranks import supervise
 from dltui.bench.shapes import BandwidthCase
 from dltui.plans.placement import choose, sweep_counts, sweep_sets
-from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, ModelPlan, ModelResult
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.tui.launch_plans import Choice, make_launch
 from tests.fakes.boxes import nvlink_box, pcie_box

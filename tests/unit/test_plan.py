@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from dltui.plans.check import PlanError, check_plan
-from dltui.protocol.messages import KernelPlan, ModelPlan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan
 
 GOOD = KernelPlan(framework="torch", shape_set="tiny", kinds=["gemm", "conv"], precisions=["bf16"])
 

@@ -11,7 +11,8 @@ import pytest
 from dltui.client.plan_run import PlanRun
 from dltui.client.target import Target
 from dltui.plans.check import PlanError
-from dltui.protocol.messages import JobEnd, KernelPlan, ModelPlan, Plan, Welcome
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.messages import JobEnd, Welcome
 
 GEMM = KernelPlan(kinds=["gemm"], shape_set="tiny")
 CONV = KernelPlan(kinds=["conv"], shape_set="tiny")

@@ -11,8 +11,10 @@ import msgpack
 import psutil
 import pytest
 
-from dltui.plans.occupancy import busy_words, owner_words
-from dltui.protocol.messages import GpuProcess, GpuSample, HostSample, Sample, to_wire
+from dltui.plans.occupancy import describe_others_work, describe_owner
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess, GpuSample, HostSample
+from dltui.protocol.wire import to_wire
 from dltui.telemetry.processes import Owners, Placement, command_text, placement
 from tests.conftest import wait_for
 from tests.fakes.hostile import HOSTILE_COMM, NAMED
@@ -77,7 +79,7 @@ def test_a_real_process_with_its_user_command_line_start_and_slurm_job(tmp_path)
         assert first.own  # a child of this process: "ours"
         # Its environment claims a job its cgroup does not confirm: a claim, never the job.
         assert first.job is None and first.job_claimed == "41233"
-        assert "claims job 41233" in owner_words(first)
+        assert "claims job 41233" in describe_owner(first)
         assert owners.describe({}) == {}  # a round where no GPU's list was due forgets nothing
         assert described(owners, child.pid).cpu is not None
     finally:
@@ -104,7 +106,7 @@ def test_a_process_of_a_kubernetes_pod_is_named_from_the_kubelets_log_links(tmp_
         "trainer",
         7,
     )
-    assert owner_words(process).endswith("(pod ml/train-0, container trainer)")
+    assert describe_owner(process).endswith("(pod ml/train-0, container trainer)")
 
 
 def test_a_gone_process_keeps_what_nvml_said_and_nothing_invented() -> None:
@@ -118,18 +120,18 @@ def test_busy_words_name_others_work_and_leave_dltuis_own_out() -> None:
     alice = GpuProcess(1, user="alice", job="41233")
     bob = GpuProcess(2, user="bob", container=ID, runtime="docker")
     ours = GpuProcess(3, user="alice", own=True)
-    assert busy_words({0: [alice, ours], 1: [bob], 2: [bob]}) == (
+    assert describe_others_work({0: [alice, ours], 1: [bob], 2: [bob]}) == (
         "user alice (job 41233) on GPU 0; user bob (docker 3f2a1b9c0d4e) on GPU 1, 2"
     )
-    assert busy_words({0: [ours]}) is None
-    assert owner_words(GpuProcess(9)) == "pid 9"
+    assert describe_others_work({0: [ours]}) is None
+    assert describe_owner(GpuProcess(9)) == "pid 9"
 
 
 def test_an_older_agents_processes_are_nobodys_work_and_an_unseen_one_is_anyones() -> None:
     older = GpuProcess(4242, 70 << 30, "python")  # named, no owner: an agent before owners
     unseen = GpuProcess(77, 1 << 30)  # in a PID namespace the agent cannot see into
-    assert busy_words({0: [older]}) is None
-    assert busy_words({0: [older, unseen]}) == "pid 77 on GPU 0"
+    assert describe_others_work({0: [older]}) is None
+    assert describe_others_work({0: [older, unseen]}) == "pid 77 on GPU 0"
 
 
 # prctl(PR_SET_NAME) with the bytes in argv[1] (hex), then wait for stdin to close.

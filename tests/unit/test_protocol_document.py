@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 import pytest
 
 from dltui import userfiles
-from dltui.agent import admission, server, session
+from dltui.agent import admission, client_connection, server
 from dltui.protocol import auth, framing, messages, seal
 from tests.conformance.document import constants, structures
 
@@ -64,7 +64,7 @@ def test_the_constants_are_the_codes():
     c = constants()
     assert c["VERSION"] == messages.PROTOCOL_VERSION
     assert c["MAX_FRAME"] == framing.MAX_FRAME
-    assert c["MAX_FRAME_BEFORE_AUTH"] == session.MAX_FRAME_BEFORE_AUTH
+    assert c["MAX_FRAME_BEFORE_AUTH"] == client_connection.MAX_FRAME_BEFORE_AUTH
     assert c["NONCE_SIZE"] == auth.NONCE_SIZE == len(auth.new_nonce())
     assert c["MIN_SECRET_SIZE"] == auth.MIN_SECRET_SIZE
     assert c["MAX_SECRET_FILE"] == userfiles.MAX_SECRET_FILE
@@ -72,12 +72,12 @@ def test_the_constants_are_the_codes():
     assert c["MAX_RATE_HZ"] == messages.MAX_RATE_HZ
     assert c["MAX_BATCH_S"] == messages.MAX_BATCH_S
     assert c["MAX_BATCH_S"] * c["MAX_RATE_HZ"] <= c["QUEUE_LIMIT"]  # a batch is never dropped
-    assert c["QUEUE_LIMIT"] == session.QUEUE_LIMIT
-    assert c["CONTROL_LIMIT"] == session.CONTROL_LIMIT
-    assert c["HANDSHAKE_TIMEOUT_S"] == admission.DEADLINE < session.HANDSHAKE_TIMEOUT
+    assert c["QUEUE_LIMIT"] == client_connection.QUEUE_LIMIT
+    assert c["CONTROL_LIMIT"] == client_connection.CONTROL_LIMIT
+    assert c["HANDSHAKE_TIMEOUT_S"] == admission.DEADLINE < client_connection.HANDSHAKE_TIMEOUT
     assert c["LOGIN_PER_ADDRESS"] == admission.PER_SOURCE
     assert c["LOGIN_TOTAL"] == admission.TOTAL
-    assert c["MAX_CONNECTIONS"] == server.MAX_SESSIONS
+    assert c["MAX_CONNECTIONS"] == server.MAX_CONNECTIONS
 
 
 def test_the_labels_make_the_codes_macs_and_keys():

@@ -7,7 +7,8 @@ import pytest
 from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT, assign_ranks
 from dltui.client.target import Target
 from dltui.plans.check import PlanError, check_plan
-from dltui.protocol.messages import ClusterRole, GpuInfo, Inventory, KernelPlan
+from dltui.protocol.bench_plans import ClusterRole, KernelPlan
+from dltui.protocol.inventory import GpuInfo, Inventory
 
 PLAN = KernelPlan(kinds=["allreduce"], shape_set="tiny")
 

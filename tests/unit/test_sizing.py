@@ -7,10 +7,11 @@ import pytest
 
 from dltui.bench.shapes import cases
 from dltui.bench.suite import DIRECTIONS
-from dltui.formatting import duration_words, size_words
+from dltui.formatting import describe_plan_size, estimated_duration
 from dltui.plans import sizing
 from dltui.plans.names import COLLECTIVES, KINDS, SHAPE_SETS
-from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan
+from dltui.protocol.inventory import GpuInfo, Inventory
 
 
 def box(gpus: int) -> Inventory:
@@ -47,10 +48,10 @@ def test_a_cpu_gets_its_own_step_counts_unless_asked() -> None:
 
 def test_sizes_in_words() -> None:
     quick = KernelPlan(shape_set="quick", kinds=["gemm", "conv", "rnn"])
-    assert size_words(quick, box(1)).startswith("60 cases, about ")
-    assert size_words(quick, box(0)).endswith(" min")  # DeepBench's shapes on a CPU
+    assert describe_plan_size(quick, box(1)).startswith("60 cases, about ")
+    assert describe_plan_size(quick, box(0)).endswith(" min")  # DeepBench's shapes on a CPU
     runs = ModelPlan(models=["resnet50", "vgg16"], gpus=[1, 2])
-    assert size_words(runs, box(2)).startswith("4 training runs, about ")
-    assert [duration_words(s) for s in (3, 40, 600, 9000)] == [
+    assert describe_plan_size(runs, box(2)).startswith("4 training runs, about ")
+    assert [estimated_duration(s) for s in (3, 40, 600, 9000)] == [
         "about 10 s", "about 40 s", "about 10 min", "about 2.5 h"
     ]  # fmt: skip

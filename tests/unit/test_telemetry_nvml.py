@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dltui.protocol.fields import GPU_FIELDS
-from dltui.protocol.messages import GpuProcess
+from dltui.protocol.samples import GpuProcess
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.nvml_reads import ALL_LINKS, FAST_INTERVALS, JOB_INTERVALS, SLOW_INTERVALS
 from tests.fakes.nvml import (

@@ -12,7 +12,9 @@ from collections.abc import Callable
 
 import psutil
 
-from dltui.protocol.messages import GpuInfo, GpuProcess, GpuSample, Inventory, Sample
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import Sample
+from dltui.protocol.samples import GpuProcess, GpuSample
 from dltui.telemetry.inventory import build_inventory, cpu_model, installed_frameworks
 from dltui.telemetry.nvml_watch import CallWatch
 from dltui.telemetry.sampler import SLOW_MAX_AGE, Sampler, fresh_slow, merged

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from dltui.protocol.messages import GpuProcess, MigSample
+from dltui.protocol.samples import GpuProcess, MigSample
 from dltui.telemetry.nvml_reads import (
     FAST_INTERVALS,
     FAST_READS,

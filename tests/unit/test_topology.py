@@ -11,8 +11,11 @@ import pytest
 
 from dltui.formatting import group_text, link_text, peer_text, wiring_lines
 from dltui.plans.topology import link_groups, matrix, pcie_below_max, pcie_text, peer_figures
-from dltui.protocol.messages import GpuInfo, Inventory, KernelResult, Welcome, from_wire, to_wire
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.inventory import GpuInfo, Inventory
+from dltui.protocol.messages import Welcome
 from dltui.protocol.topology import GpuPair, Topology
+from dltui.protocol.wire import from_wire, to_wire
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 from tests.fakes.boxes import (

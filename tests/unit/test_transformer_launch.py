@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dltui.plans.names import COLLECTIVES
-from dltui.protocol.messages import GpuInfo, Inventory, KernelPlan, ModelPlan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan
+from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.tui.launch_plans import Choice, make_launch
 
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from dltui.bench.shapes import Case
 from dltui.bench.timing import Budget, Timing
-from dltui.protocol.messages import KernelPlan
+from dltui.protocol.bench_plans import KernelPlan
 
 DEEPBENCH_ITERATIONS = {"gemm": 400, "conv": 300, "rnn": 100, "attention": 100, "bandwidth": 100}
 """DeepBench's timed calls per kernel (bandwidth and attention: ours, a 1 GiB copy takes ~20 ms

@@ -35,7 +35,8 @@ from dltui.bench.ranks import (
 from dltui.bench.shapes import AllReduceCase
 from dltui.plans.formulas import collective_busbw, gbps, median, spread
 from dltui.plans.names import MULTICAST_OFF
-from dltui.protocol.messages import ClusterRole, KernelPlan, KernelResult
+from dltui.protocol.bench_plans import ClusterRole, KernelPlan
+from dltui.protocol.bench_results import KernelResult
 
 DEFAULT_ITERATIONS = 1000
 """DeepBench repeats each size 1,000 to 10,000 times; `max_seconds` usually ends the loop first."""

@@ -24,7 +24,8 @@ from dltui.bench.reference import published_mfu, published_training
 from dltui.plans.check import PlanError
 from dltui.plans.gpt import is_gpt
 from dltui.plans.names import CPU_RANKS
-from dltui.protocol.messages import ModelPlan, ModelResult
+from dltui.protocol.bench_plans import ModelPlan
+from dltui.protocol.bench_results import ModelResult
 
 STARTUP_S = 120.0
 """Allowance for a rank to import its framework, meet its peers and compile the model."""

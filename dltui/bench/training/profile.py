@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from dltui.plans.formulas import median
 from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
-from dltui.protocol.messages import StepProfile
+from dltui.protocol.bench_results import StepProfile
 
 
 def from_steps(

@@ -17,7 +17,7 @@ from dltui.bench.training import TrainJob
 from dltui.plans import gpt
 from dltui.plans.formulas import spread
 from dltui.plans.peaks import dense_16bit_peak, mfu
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 MOMENTUM = 0.9
 WEIGHT_DECAY = 4e-5  # tf_cnn_benchmarks' default, for both frameworks' SGD

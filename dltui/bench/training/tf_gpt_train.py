@@ -16,7 +16,7 @@ from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, token_result
 from dltui.bench.training.torch_gpt_train import BETAS, WEIGHT_DECAY
 from dltui.plans import gpt
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 
 def throughput(

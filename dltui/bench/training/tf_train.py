@@ -29,7 +29,7 @@ from dltui.bench.training.settings import (
     throughput_result,
 )
 from dltui.plans.gpt import is_gpt
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 

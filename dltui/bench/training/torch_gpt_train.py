@@ -21,7 +21,7 @@ from dltui.bench.ranks import Reporter, ShouldStop, across_ranks, data_parallel
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
 from dltui.plans import gpt
-from dltui.protocol.messages import ModelResult
+from dltui.protocol.bench_results import ModelResult
 
 BETAS = (0.9, 0.95)
 WEIGHT_DECAY = 0.1

@@ -37,7 +37,7 @@ from dltui.bench.training.settings import (
 from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans.formulas import median
 from dltui.plans.gpt import is_gpt
-from dltui.protocol.messages import ModelResult, StepProfile
+from dltui.protocol.bench_results import ModelResult, StepProfile
 
 PROFILED_STEPS = 3
 """Steps a profile takes the median of."""

@@ -26,7 +26,7 @@ from dltui.formatting import fmt_ratio, fmt_short
 from dltui.tui.charts import Chart, Frame, present, total_charts, total_latest, total_plot
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.fitted_footer import FittedFooter
-from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_words
+from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_label
 
 COLORS = ("#5fafff", "#ffaf5f", "#87d75f", "#d787d7", "#5fd7d7", "#ff5f5f", "#d7d75f", "#afafaf")
 """A colour per server, in order; more servers than colours are not drawn (filter with /)."""
@@ -212,5 +212,5 @@ class TimeAxis(Widget):
         chars = max(self.content_size.width - GUTTER - AXIS - 1 - DIFF_WIDTH, 4)
         axis = time_axis(chars, self.owner.view.window)
         return Content(
-            " " * (GUTTER + AXIS + 1) + axis + f"  ({window_words(self.owner.view.window)}, w)"
+            " " * (GUTTER + AXIS + 1) + axis + f"  ({window_label(self.owner.view.window)}, w)"
         )

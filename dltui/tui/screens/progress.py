@@ -17,7 +17,7 @@ from textual.widgets import Label, ProgressBar, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
-from dltui.formatting import left_words
+from dltui.formatting import time_left
 from dltui.tui.run import BenchmarkRun
 from dltui.tui.widgets.fitted_footer import FittedFooter
 
@@ -112,7 +112,7 @@ class ProgressScreen(ModalScreen[Next | None]):
             style = DONE_STYLES.get(server.state, "$text-muted")
             words = server.label if server.state == "running" else server.state
             if server.state == "running" and server.remaining is not None:
-                words = f"{left_words(server.remaining)} · {words}"
+                words = f"{time_left(server.remaining)} · {words}"
             what.update(Content.styled(words, style))
         status = Content.styled(run.words(), DONE_STYLES.get(run.state, ""))
         if run.failures:

@@ -33,7 +33,7 @@ from dltui.fleet.compare import (
 )
 from dltui.fleet.state import Fleet
 from dltui.formatting import aligned, fmt_ratio, model_figure
-from dltui.protocol.messages import KernelResult
+from dltui.protocol.bench_results import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
 from dltui.tui.widgets.fitted_footer import FittedFooter

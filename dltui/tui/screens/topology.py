@@ -34,7 +34,8 @@ from dltui.plans.topology import (
     peer_copies,
     peer_figures,
 )
-from dltui.protocol.messages import Inventory, KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.protocol.inventory import Inventory
 from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 1.0

@@ -151,7 +151,7 @@ class WhatIfScreen(Screen[None]):
                 (workload.model, "bold"),
                 f", batch {workload.batch} a GPU" + (choice if len(self.models) > 1 else ""),
                 " · between servers: ",
-                (view.network_words, "bold"),
+                (view.network_summary, "bold"),
                 " (+ −, n)",
             )
         )

@@ -13,15 +13,18 @@ from textual.widgets import Checkbox, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
-from dltui.plans.occupancy import busy_words
+from dltui.plans.occupancy import describe_others_work
 from dltui.tui.launch_plans import Launch
 
 
 def busy_servers(fleet: Fleet) -> list[str]:
     """ "gpu-01: user alice (job 41233) on GPU 0" for each live server that is busy."""
     names = server_names(fleet)
-    return [f"{names[source]}: {words}" for source, server in fleet.servers.items()
-            if server.link == "live" and (words := busy_words(server.processes))]  # fmt: skip
+    return [
+        f"{names[source]}: {words}"
+        for source, server in fleet.servers.items()
+        if server.link == "live" and (words := describe_others_work(server.processes))
+    ]
 
 
 class BusyNote(Vertical):

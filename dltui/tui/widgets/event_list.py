@@ -9,7 +9,7 @@ from textual.content import Content
 
 from dltui.protocol.messages import Event
 from dltui.tui.widgets.panel import FleetPanel
-from dltui.tui.widgets.server_flags import SEVERITY_STYLES, event_words
+from dltui.tui.widgets.server_flags import SEVERITY_STYLES, describe_event
 
 SHOWN = 12
 
@@ -18,7 +18,7 @@ def event_line(event: Event, offset: float | None, up: bool) -> Content:
     when = time.strftime("%H:%M:%S", time.localtime(event.wall - (offset or 0.0)))
     mark = "●" if up else ("✓" if event.state == "resolved" else " ")
     return Content.assemble(f"{mark} {when} ", (f"{event.severity:<8}", SEVERITY_STYLES[
-        event.severity]), f" {event.kind:<14} ", event_words(event))  # fmt: skip
+        event.severity]), f" {event.kind:<14} ", describe_event(event))  # fmt: skip
 
 
 class EventList(FleetPanel):

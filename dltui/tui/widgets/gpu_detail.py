@@ -7,7 +7,7 @@ from textual.content import Content
 
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
-from dltui.protocol.fields import throttle_words
+from dltui.protocol.fields import throttle_reasons_in
 from dltui.tui.charts import gpu_charts, gpu_info, present
 from dltui.tui.widgets.gpu_panel import GpuPanel, chart_rows
 
@@ -33,7 +33,7 @@ THROTTLE_EXPLAINED = {
 def throttle_lines(mask: float | None) -> list[Content]:
     if mask is None:
         return [Content.styled("clocks: no throttle reasons reported", "$text-muted")]
-    words = throttle_words(int(mask))
+    words = throttle_reasons_in(int(mask))
     if not words:
         return [Content.styled("clocks: not held down", "$text-success")]
     lines = [Content.styled("clocks held down because:", "$text-muted")]

@@ -6,12 +6,12 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
-from dltui.protocol.fields import throttle_words
+from dltui.protocol.fields import throttle_reasons_in
 from dltui.tui import danger
 from dltui.tui.charts import Chart, gpu_info, gpu_plot
 from dltui.tui.layout import split
 from dltui.tui.view import MonitorView
-from dltui.tui.widgets.graph import MARGIN, chart_lines, time_axis, window_words
+from dltui.tui.widgets.graph import MARGIN, chart_lines, time_axis, window_label
 from dltui.tui.widgets.panel import FleetPanel
 
 
@@ -19,7 +19,7 @@ def throttle_text(gpu: GpuView) -> str:
     """Why the clocks are down, in words; 'idle' alone is normal and not worth saying."""
     series = gpu.series.get("throttle")
     point = series.latest() if series is not None else None
-    words = throttle_words(int(point[1])) if point is not None and point[1] else []
+    words = throttle_reasons_in(int(point[1])) if point is not None and point[1] else []
     return "" if not words or words == ["idle"] else ", ".join(words)
 
 
@@ -83,7 +83,7 @@ class GpuPanel(FleetPanel):
         width = self.content_size.width
         chars = width - MARGIN
         if chars < 12:
-            return window_words(self.view.window)
+            return window_label(self.view.window)
         return time_axis(chars, self.view.window) + " "
 
     def sync(self, version: object) -> bool:

@@ -34,7 +34,7 @@ WINDOWS = (60.0, 600.0, 3600.0)
 """What `w` cycles through: a minute, ten minutes, an hour."""
 
 
-def window_words(seconds: float) -> str:
+def window_label(seconds: float) -> str:
     """'1 min', '10 min', '1 h'."""
     return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min"
 

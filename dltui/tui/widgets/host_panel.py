@@ -46,7 +46,7 @@ def latest(server: ServerView, name: str) -> float | None:
     return point[1] if point is not None else None
 
 
-def host_words(server: ServerView, muted: bool) -> list[Content]:
+def host_figures(server: ServerView, muted: bool) -> list[Content]:
     """Memory, load, network and disk as short labelled figures, most telling first."""
     value = "$text-muted" if muted else "bold"
     found = []
@@ -129,12 +129,12 @@ class HostPanel(FleetPanel):
                 (hbar((cpu or 0) / 100, bar_width), MUTED if muted else "$success"),
                 (f" {fmt_short(cpu, '%'):>4}", "$text-muted" if muted else "bold"),
             )
-            return [fitted([head, *host_words(server, muted)], width)]
+            return [fitted([head, *host_figures(server, muted)], width)]
         cores = core_rows(len(server.cpu_per_core), width)
         chart_height = max((self.content_size.height or 4) - cores - 1, 1)
         frame = self.frame(width, chart_height)
         plot = total_plot(host_charts()[0], server, frame)
         lines = chart_lines(plot, width, chart_height, self.marks(frame), muted) if plot else []
         lines += core_bars(server.cpu_per_core, width)
-        lines.append(fitted(host_words(server, muted), width))
+        lines.append(fitted(host_figures(server, muted), width))
         return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import JobView
-from dltui.formatting import left_words, model_figure, model_what, rate_text, ratio_text
+from dltui.formatting import model_figure, model_what, rate_text, ratio_text, time_left
 from dltui.tui.widgets.panel import FleetPanel
 
 SHOWN_RESULTS = 12  # the newest; the whole list is in recordings and `dltui bench --json`
@@ -21,7 +21,7 @@ STATE_STYLES = {
 
 def left_text(seconds: float | None) -> str:
     """' · ~3 min left', or nothing until the pace is known."""
-    return "" if seconds is None else f" · {left_words(seconds)}"
+    return "" if seconds is None else f" · {time_left(seconds)}"
 
 
 def progress_bar(job: JobView, width: int) -> Content:

@@ -14,7 +14,7 @@ from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
 from dltui.formatting import GB, aligned
 from dltui.plans.scaling import throughput, throughput_unit
-from dltui.protocol.messages import KernelResult, ModelResult
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img|tok/s", "util %", "tensor %",
            "power W", "PCIe tx GB/s", "PCIe rx GB/s", "NVLink tx GB/s", "NVLink rx GB/s",

@@ -9,8 +9,8 @@ from textual.content import Content
 
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_bytes
-from dltui.plans.occupancy import owner_words
-from dltui.protocol.messages import GpuProcess
+from dltui.plans.occupancy import describe_owner
+from dltui.protocol.samples import GpuProcess
 from dltui.tui.widgets.panel import FleetPanel
 
 
@@ -19,7 +19,7 @@ def groups(server: ServerView) -> dict[str, list[tuple[int, GpuProcess]]]:
     found: dict[str, list[tuple[int, GpuProcess]]] = {}
     for index in sorted(server.processes):
         for process in server.processes[index]:
-            owner = "dltui (this agent's benchmark)" if process.own else owner_words(process)
+            owner = "dltui (this agent's benchmark)" if process.own else describe_owner(process)
             found.setdefault(owner, []).append((index, process))
     return found
 

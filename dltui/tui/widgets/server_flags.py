@@ -9,7 +9,7 @@ from textual.content import Content
 
 from dltui.fleet.health import worst_event
 from dltui.fleet.state import ServerView
-from dltui.plans.occupancy import busy_words
+from dltui.plans.occupancy import describe_others_work
 from dltui.protocol.messages import Event
 
 SEVERITY_STYLES = {"info": "$text-muted", "warning": "bold $text-warning",
@@ -30,10 +30,10 @@ def server_flag(server: ServerView, now: float) -> Content | None:
     sick = None
     if worst is not None:
         more = f" (+{len(opened) - 1} more)" if len(opened) > 1 else ""
-        sick = Content.styled(f"⚠ {event_words(worst)}{more}", SEVERITY_STYLES[worst.severity])
+        sick = Content.styled(f"⚠ {describe_event(worst)}{more}", SEVERITY_STYLES[worst.severity])
         if worst.severity == "critical":
             return sick
-    busy = busy_words(server.processes)
+    busy = describe_others_work(server.processes)
     if busy is not None:
         return Content.styled(f"busy: {busy}", "bold $text-warning")
     return sick
@@ -44,7 +44,7 @@ def event_times(server: ServerView) -> list[float]:
     return [event.wall - (server.offset or 0.0) for event in server.events.events]
 
 
-def event_words(event: Event) -> str:
+def describe_event(event: Event) -> str:
     """ "GPU 5: PCIe link trained at gen5 x8 (of x16)" """
     where = f"GPU {event.gpu}" if event.gpu is not None else "host"
     return f"{where}: {event.detail}"

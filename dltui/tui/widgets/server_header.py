@@ -12,7 +12,7 @@ from textual.message import Message
 
 from dltui.fleet.health import worst_of
 from dltui.fleet.state import ServerView
-from dltui.protocol.messages import Inventory
+from dltui.protocol.inventory import Inventory
 from dltui.tui.layout import HEADER_ROWS
 from dltui.tui.view import Timebase
 from dltui.tui.widgets.panel import FleetPanel

@@ -1,6 +1,6 @@
 """One client's connection to the agent: handshake, commands, and a bounded outgoing queue.
 
-Samples are encoded once by the agent and offered to every session as bytes. A session keeps
+Samples are encoded once by the agent and offered to every connection as bytes. Each keeps
 at most `QUEUE_LIMIT` of them; when its client reads too slowly the oldest are dropped and
 counted, so one stalled client never holds memory or slows sampling for the others. Replies and
 results are never dropped, so a client that lets `CONTROL_LIMIT` bytes of them pile up (pings
@@ -22,6 +22,7 @@ from dltui.agent.throttle import AuthThrottle
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import (
     MAX_BATCH_S,
     MAX_RATE_HZ,
@@ -29,19 +30,18 @@ from dltui.protocol.messages import (
     Auth,
     Bye,
     Cancel,
-    Error,
+    ErrorMessage,
     Hello,
-    Inventory,
     Message,
     Ping,
     Pong,
     Run,
     Subscribe,
     Welcome,
-    to_wire,
 )
 from dltui.protocol.seal import seals
 from dltui.protocol.stream import MessageStream
+from dltui.protocol.wire import to_wire
 
 if TYPE_CHECKING:
     from dltui.agent.admission import Waiting
@@ -65,9 +65,9 @@ class _Busy(Exception):
 
 
 class Host(Protocol):
-    """What a session needs of the agent that serves it (server.Agent): who it is, its rate,
-    its secret, its admission and sampling, its jobs and events. A protocol, so the agent
-    imports its sessions and not the other way round."""
+    """What a client connection needs of the agent that serves it (server.Agent): who it is,
+    its rate, its secret, its admission and sampling, its jobs and events. A protocol, so the
+    agent imports its client connections and not the other way round."""
 
     agent_id: str
     inventory: Inventory
@@ -81,7 +81,10 @@ class Host(Protocol):
     def room_for_client(self) -> str | None: ...
 
 
-class Session:
+class ClientConnection:
+    """The agent's side of one client: its handshake, the commands it sends, what is queued
+    for it."""
+
     def __init__(
         self, agent: Host, stream: MessageStream, peer: str, waiting: Waiting | None = None
     ) -> None:
@@ -186,7 +189,7 @@ class Session:
         transport = self.stream.writer.transport
         if transport.is_closing():
             return
-        self.stream.write_frame(encode_frame(to_wire(Error(code, detail))))
+        self.stream.write_frame(encode_frame(to_wire(ErrorMessage(code, detail))))
         transport.close()
         asyncio.get_running_loop().call_later(CLOSE_GRACE, transport.abort)
 
@@ -266,7 +269,7 @@ class Session:
 
     async def _refuse(self, code: str, detail: str) -> None:
         try:
-            await asyncio.wait_for(self.stream.send(Error(code, detail)), 1.0)
+            await asyncio.wait_for(self.stream.send(ErrorMessage(code, detail)), 1.0)
         except (TimeoutError, ConnectionError, RuntimeError):
             pass  # the peer is gone or not reading; closing is all that is left
 
@@ -321,7 +324,7 @@ class Session:
         log.info("client %s (%s) connected", message.client, self.peer)
 
     def _handle(self, message: Message) -> bool:
-        """Act on one command; True when the session should end."""
+        """Act on one command; True when the connection should end."""
         seq = getattr(message, "seq", None)
         if isinstance(message, (Subscribe, Ping, Run, Cancel)) or (
             isinstance(message, Bye) and seq is not None
@@ -342,7 +345,7 @@ class Session:
             self.agent.jobs.start(message.job, message.what)
         elif isinstance(message, Cancel):
             if not self.agent.jobs.cancel(message.job):
-                self._reply(Error("unknown_job", f"no running job {message.job!r}"))
+                self._reply(ErrorMessage("unknown_job", f"no running job {message.job!r}"))
         elif isinstance(message, Bye):
             return True
         else:
@@ -353,6 +356,6 @@ class Session:
 def _forget_frames(exc: BaseException) -> None:
     """Drop a connection error's traceback. asyncio keeps the exception that ended a connection
     (the stream's reader raises the same object to every later read), so its traceback, whose
-    frames hold the session and everything it queued, would keep them alive in a cycle that
+    frames hold the connection and everything it queued, would keep them alive in a cycle that
     only the garbage collector breaks."""
     exc.__traceback__ = None
