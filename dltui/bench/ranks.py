@@ -312,15 +312,14 @@ class _RankRun(Generic[R]):
         for rank, code in zip(ranks, codes, strict=True):
             if code:
                 self.deaths.setdefault(rank.what, rank)
-        if followers:
-            await asyncio.wait(followers, timeout=LAST_WORDS_S)
-        for task in followers:
+        said = [asyncio.ensure_future(rank.said_all()) for rank in ranks]
+        if followers or said:
+            await asyncio.wait([*followers, *said], timeout=LAST_WORDS_S)
+        for task in [*followers, *said]:
             task.cancel()
         # Each ended (an exception a callback raised is kept for the caller to raise).
-        await asyncio.gather(*followers, return_exceptions=True)
+        await asyncio.gather(*followers, *said, return_exceptions=True)
         for rank in ranks:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rank.said_all(), LAST_WORDS_S)
             rank.forget_stderr()
 
     def _why(self) -> str | None:
