@@ -108,7 +108,7 @@ def test_a_dead_rank_ends_the_run_with_an_error():
     assert results[0].error is None
     for result in results[1:]:
         assert result.error is not None
-        assert result.error.startswith("rank 1 exited with code -9")
+        assert result.error.startswith("rank 1 was killed by SIGKILL")
         assert result.shape.endswith("×2")
 
 

@@ -76,3 +76,20 @@ async def test_a_child_says_its_frames_then_why_it_died_with_its_last_words() ->
     await child.said_all()
     assert child.death() == "the child exited with code 3: last words"
     await child.close()
+
+
+async def test_a_line_longer_than_the_limit_neither_stops_the_tail_nor_blocks_the_child() -> None:
+    script = (
+        "import sys; sys.stderr.write('x' * 5000 + '\\n'); print('last words', file=sys.stderr); "
+        "sys.exit(3)"
+    )
+    said: list[str] = []
+    child = await spawn([sys.executable, "-c", script], "the child", limit=1024, relay=said.append)
+    with pytest.raises(EOFError):
+        await child.receive()
+    await child.process.wait()
+    await child.said_all()
+    assert "(a line too long to keep)" in child.stderr_tail
+    assert child.death() == "the child exited with code 3: last words"
+    assert said == list(child.stderr_tail)  # each line passed on, as kept
+    await child.close()

@@ -140,11 +140,11 @@ def test_the_launchers_sweep_runs_along_the_topology_and_names_its_sets(pcie: In
 
 
 RANK = """
-import json, os, sys
-fd = int(sys.argv[sys.argv.index("--report-fd") + 1])
-result = {"kind": "allreduce", "framework": "torch", "device": "cuda", "precision": "fp32",
-          "direction": "allreduce", "shape": os.environ.get("CUDA_VISIBLE_DEVICES", "unset")}
-os.write(fd, (json.dumps({"event": "result", "rank": 0, "result": result}) + "\\n").encode())
+import os
+from dltui.bench.ranks import Reporter
+from dltui.protocol.bench_results import KernelResult
+shape = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+Reporter.on_stdout(0).result(KernelResult("allreduce", "torch", "cuda", "fp32", "allreduce", shape))
 """
 
 

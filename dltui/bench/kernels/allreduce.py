@@ -5,10 +5,10 @@ torch.distributed (NCCL on GPUs, Gloo on CPU processes) and, for all-reduce,
 tf.distribute.MirroredStrategy move the data; this module starts the ranks, times the
 collective and reports nccl-tests' algbw and busbw. Each rank is a child process
 (`python -m dltui.bench.kernels.allreduce_process`), so a crash takes nothing else down and
-TensorFlow sets up its logical devices in a fresh interpreter. A
-child writes JSON lines (results, errors) to --report-fd and stops between sizes once its
-stdin closes, which also happens when its parent dies. A run on some of the GPUs uses those
-the topology joins best (bench/placement.py), and its results say which.
+TensorFlow sets up its logical devices in a fresh interpreter. A child reports in frames on
+stdout (results, its end) and stops between sizes once its stdin closes, which also happens
+when its parent dies. A run on some of the GPUs uses those the topology joins best
+(bench/placement.py), and its results say which.
 """
 
 from __future__ import annotations

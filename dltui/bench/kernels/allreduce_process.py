@@ -13,7 +13,7 @@ from dltui.bench.ranks import Reporter, rank_parser, run_rank, stdin_closed
 def main(argv: list[str] | None = None) -> int:
     args = rank_parser("python -m dltui.bench.kernels.allreduce_process").parse_args(argv)
     job = AllReduceJob(**args.job)
-    report = Reporter(args.report_fd, args.rank)
+    report = Reporter.on_stdout(args.rank)
 
     def work() -> None:
         if job.framework == "tensorflow":

@@ -1,7 +1,7 @@
-"""One training rank process: `python -m dltui.bench.training.rank --job JSON --report-fd N …`.
+"""One training rank process: `python -m dltui.bench.training.rank --job JSON …`.
 
-Reports JSON lines on the report pipe (bench/ranks.Reporter) and stops between steps once its
-stdin closes, which also happens when its parent dies.
+Reports in frames on stdout (bench/ranks.Reporter) and stops between steps once its stdin
+closes, which also happens when its parent dies.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     args = rank_parser("python -m dltui.bench.training.rank").parse_args(argv)
     os.environ.update(MULTICAST_OFF)
     job = TrainJob(**args.job)
-    report = Reporter(args.report_fd, args.tf_task if job.framework == "tensorflow" else args.rank)
+    report = Reporter.on_stdout(args.tf_task if job.framework == "tensorflow" else args.rank)
 
     def work() -> None:
         if job.framework == "tensorflow":
