@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from dltui.bench.ranks import Reporter, rank_name, supervise
-from dltui.protocol.framing import FrameDecoder
 from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.framing import FrameDecoder
 from dltui.protocol.messages import JobEnd, JobProgress, JobResult
 from dltui.protocol.stream import read_message
 
