@@ -16,7 +16,8 @@ slow state on the slow one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from dltui.protocol.samples import GpuProcess, MigSample
 from dltui.telemetry.gpu_reader import GpuReader, Values
@@ -31,6 +32,8 @@ from dltui.telemetry.nvml_reads import (
 SLACK = 0.95
 """A read is due once this share of its period has passed, so that a thread ticking at exactly
 the period never skips a turn."""
+
+T = TypeVar("T")
 
 
 class Schedule:
@@ -107,22 +110,25 @@ class Schedule:
     ) -> dict[int, list[GpuProcess]]:
         """The compute processes on each GPU where their list is due. A GPU that was not due,
         or whose read failed, is absent."""
-        out: dict[int, list[GpuProcess]] = {}
-        for reader in readers:
-            if reader.wants("processes") and self.due(reader.index, "processes", now):
-                found = reader.read_processes()
-                if found is not None:
-                    out[reader.index] = found
-        return out
+        return self._read_due(readers, "processes", now, lambda reader: reader.read_processes())
 
     def read_instances(
         self, readers: Sequence[GpuReader], now: float
     ) -> dict[int, list[MigSample]]:
         """Each MIG instance's readings, for the GPUs in MIG mode where they are due."""
-        out: dict[int, list[MigSample]] = {}
+        return self._read_due(readers, "mig", now, lambda reader: reader.read_instances())
+
+    def _read_due(
+        self,
+        readers: Sequence[GpuReader],
+        group: str,
+        now: float,
+        read: Callable[[GpuReader], list[T] | None],
+    ) -> dict[int, list[T]]:
+        out: dict[int, list[T]] = {}
         for reader in readers:
-            if reader.wants("mig") and self.due(reader.index, "mig", now):
-                found = reader.read_instances()
+            if reader.wants(group) and self.due(reader.index, group, now):
+                found = read(reader)
                 if found is not None:
                     out[reader.index] = found
         return out
