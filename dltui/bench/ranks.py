@@ -108,6 +108,16 @@ def run_rank(report: Reporter, work: Callable[[], None]) -> int:
     return 0
 
 
+def exit_rank(status: int) -> None:
+    """End a rank process once its report is sent, without the interpreter's teardown: the
+    frameworks' C++ threads (Gloo's, TensorFlow's) can abort in their destructors at exit
+    ("terminate called without an active exception"), which would turn a finished rank into
+    a killed one."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 @contextmanager
 def local_rendezvous() -> Iterator[str]:
     """Where the ranks of a run on this server meet: a file in a folder of its own, not a port.

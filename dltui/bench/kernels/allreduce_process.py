@@ -7,7 +7,7 @@ in allreduce.py, TensorFlow's in allreduce_tf.py) imports the module that import
 from __future__ import annotations
 
 from dltui.bench.kernels.allreduce import AllReduceJob, allreduce_rank
-from dltui.bench.ranks import Reporter, rank_parser, run_rank, stdin_closed
+from dltui.bench.ranks import Reporter, exit_rank, rank_parser, run_rank, stdin_closed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,4 +28,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_rank(main())

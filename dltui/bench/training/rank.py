@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from dltui.bench.ranks import Reporter, rank_parser, run_rank, stdin_closed
+from dltui.bench.ranks import Reporter, exit_rank, rank_parser, run_rank, stdin_closed
 from dltui.bench.training import TrainJob
 from dltui.plans.names import MULTICAST_OFF
 
@@ -34,4 +34,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_rank(main())
