@@ -9,7 +9,6 @@ past the plan's timeout, a cancel — the agent stays up and every client gets e
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -45,7 +44,7 @@ WORKER_ENV = {
 class _Job:
     id: str
     plan: Plan
-    process: asyncio.subprocess.Process | None = None
+    worker: ChildStream | None = None
     cancelled: bool = False
 
 
@@ -114,8 +113,8 @@ class Jobs:
         if current is None or current.id != job:
             return False
         current.cancelled = True
-        if current.process is not None and current.process.returncode is None:
-            current.process.send_signal(signal.SIGTERM)
+        if current.worker is not None and current.worker.process.returncode is None:
+            current.worker.send_signal(signal.SIGTERM)
             asyncio.get_running_loop().call_later(STOP_GRACE, self._kill, current)
         return True
 
@@ -129,9 +128,8 @@ class Jobs:
     @staticmethod
     def _kill(job: _Job) -> None:
         """Kill the worker and whatever it started (all-reduce ranks): its process group."""
-        if job.process is not None and job.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(job.process.pid, signal.SIGKILL)
+        if job.worker is not None and job.worker.process.returncode is None:
+            job.worker.kill_group()
 
     async def _supervise(self, job: _Job) -> None:
         state, error = await self._run_worker(job)
@@ -148,7 +146,7 @@ class Jobs:
             worker = await spawn(WORKER_COMMAND, "the worker", environment)
         except OSError as exc:
             return "failed", f"cannot start the benchmark worker: {exc}"
-        job.process = worker.process
+        job.worker = worker
         try:
             # stdin stays open: its end tells the worker the agent is gone.
             await worker.send(Run.of(0, job.id, job.plan))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import select
@@ -380,13 +379,11 @@ async def _exit(rank: ChildStream, kill: bool) -> int | None:
     rank.close_stdin()
     sent = None
     if kill and rank.process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            rank.process.terminate()
+        rank.send_signal(signal.SIGTERM)
         sent = -signal.SIGTERM
     code = await _exited(rank, EXIT_GRACE_S)
     if code is None:
-        with contextlib.suppress(ProcessLookupError):
-            rank.process.kill()
+        rank.send_signal(signal.SIGKILL)
         code, sent = await _exited(rank, None), -signal.SIGKILL
     return None if code == sent else code
 

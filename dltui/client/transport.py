@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import signal
 import socket
 import ssl
 import sys
@@ -135,7 +136,7 @@ async def _spawn(command: list[str], what: str) -> Transport:
         try:
             await asyncio.wait_for(stream.process.wait(), 3.0)
         except TimeoutError:
-            stream.process.kill()
+            stream.send_signal(signal.SIGKILL)
             await stream.process.wait()
         stream.forget_stderr()
 

@@ -77,6 +77,14 @@ class ChildStream(MessageStream):
         if not self.writer.is_closing():
             self.writer.close()
 
+    def send_signal(self, sig: signal.Signals) -> None:
+        """Signal the child unless it is known to have ended. Not through asyncio's
+        `Process.send_signal`: Popen polls the child first, and that poll can reap it before the
+        loop's child watcher does, which then reports the exit code as 255, not the signal."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, sig)
+
     def kill_group(self) -> None:
         """SIGKILL the child and whatever it started in its session (its process group)."""
         with contextlib.suppress(ProcessLookupError):
