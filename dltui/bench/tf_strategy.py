@@ -68,3 +68,26 @@ def choose(tf: Any, replicas: int, gpus: list[Any], across_servers: bool) -> Any
     return tf.distribute.MirroredStrategy(
         devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
     )
+
+
+def leave_together(workers: list[str] | None, task: int, timeout_s: float) -> None:
+    """Across servers, end so that no worker goes while another may still need it. A
+    collective's receiver pulls each part from its sender, so no worker may leave before all
+    are done; and worker 0 hosts the coordination service, so it leaves last. Each worker says
+    it is done in the service's key-value store; each other worker waits for every worker's
+    word, then says it is leaving; worker 0 waits for those. (A barrier would not do: worker 0
+    could exit before the others had heard that it was passed.)"""
+    if not workers:
+        return
+    from tensorflow.python.eager import context  # the coordination service has no public API
+
+    store, wait_ms = context.context(), int(timeout_s * 1000)
+    others = [other for other in range(len(workers)) if other != task]
+    store.set_config_key_value(f"dltui/done/{task}", "1")
+    if task == 0:
+        for other in others:
+            store.get_config_key_value(f"dltui/left/{other}", wait_ms)
+        return
+    for other in others:
+        store.get_config_key_value(f"dltui/done/{other}", wait_ms)
+    store.set_config_key_value(f"dltui/left/{task}", "1")

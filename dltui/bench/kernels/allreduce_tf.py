@@ -98,6 +98,7 @@ def tensorflow_allreduce(
             device = "cuda" if gpus else "cpu"
             case = AllReduceCase(floats)
             on_result(allreduce_result(job, "allreduce", case, device, replicas, times))
+    tf_strategy.leave_together(workers, task, job.timeout_s)
 
 
 def _timed(step: Any, budget: Budget, agree: Any) -> list[float]:

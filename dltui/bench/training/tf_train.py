@@ -46,6 +46,7 @@ def train(
     tf.keras.utils.set_random_seed(0)  # the same initial weights on every run
     if is_gpt(job.model):
         _train_gpt(tf, job, gpus, report, should_stop, workers, task)
+        tf_strategy.leave_together(workers, task, job.timeout_s)
         return
     settings = resolve(job, _gpu_memory() if gpus else None)
     if not gpus and not settings.channels_last:
@@ -57,6 +58,7 @@ def train(
     result = trainer.to_accuracy() if job.data_dir else trainer.throughput()
     if result is not None and task == 0:
         report.result(result)
+    tf_strategy.leave_together(workers, task, job.timeout_s)
 
 
 def _train_gpt(
