@@ -37,10 +37,11 @@ class LinkCurve:
     efficiency: float = 1.0
     """The share of a described link's line rate `busbw` is (measured: 1, it is what the link
     gave)."""
-    cpu_alpha_s: float = 0.0
-    cpu_s_per_byte: float = 0.0
-    """CPU time a rank's process spends on an all-reduce (Gloo on CPU processes), per call and
-    per byte it moves: on a CPU device, communication takes this from compute. 0 on GPUs."""
+    lost_alpha_s: float = 0.0
+    lost_s_per_byte: float = 0.0
+    """Compute time a rank loses to an all-reduce running beside it, per call and per byte it
+    moves (measured on CPU processes, which share their CPUs with communication; 0 where not
+    measured, as on GPUs)."""
 
     def ring(self, ranks: int, nbytes: float) -> float:
         """An all-reduce of `nbytes` over `ranks` ranks on this link."""
@@ -53,11 +54,11 @@ class LinkCurve:
         """A reduce-scatter, or an all-gather: half a ring all-reduce."""
         return self.ring(ranks, nbytes) / 2
 
-    def ring_cpu(self, ranks: int, nbytes: float) -> float:
-        """The CPU time a rank spends on a ring all-reduce of `nbytes`."""
+    def ring_lost(self, ranks: int, nbytes: float) -> float:
+        """The compute time a rank loses beside a ring all-reduce of `nbytes`."""
         if ranks <= 1:
             return 0.0
-        return self.cpu_alpha_s + self.cpu_s_per_byte * 2 * (ranks - 1) / ranks * nbytes
+        return self.lost_alpha_s + self.lost_s_per_byte * 2 * (ranks - 1) / ranks * nbytes
 
     def with_busbw(self, busbw: float) -> LinkCurve:
         return replace(self, busbw=busbw, error=None, points=0)
@@ -73,9 +74,10 @@ def fit(
     ranks: int,
     points: Sequence[tuple[float, float]],
     source: str,
-    cpu_points: Sequence[tuple[float, float]] = (),
+    lost_points: Sequence[tuple[float, float]] = (),
 ) -> LinkCurve:
-    """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks.
+    """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks, and the
+    line through (bytes, compute seconds lost beside one) where measured.
 
     t = a + b·bytes by least squares on relative error weighted by time (weights 1/t); then
     α = a / 2(n−1) and B = 2(n−1)/n ÷ b. Needs two sizes at least; a negative intercept
@@ -97,13 +99,13 @@ def fit(
     steps = 2 * (ranks - 1)
     curve = LinkCurve(level, a / steps, steps / ranks / b, source, None, len(points))
     worst = max(abs(curve.ring(ranks, x) - t) / t for x, t in points)
-    cpu_alpha, cpu_per_byte = _cpu_line(ranks, cpu_points)
-    return replace(curve, error=worst, cpu_alpha_s=cpu_alpha, cpu_s_per_byte=cpu_per_byte)
+    lost_alpha, lost_per_byte = _lost_line(ranks, lost_points)
+    return replace(curve, error=worst, lost_alpha_s=lost_alpha, lost_s_per_byte=lost_per_byte)
 
 
-def _cpu_line(ranks: int, points: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """CPU seconds per call against the bytes a rank moves, 2(n−1)/n of the message: an
-    ordinary least-squares line, held at or above zero."""
+def _lost_line(ranks: int, points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Compute seconds lost per call against the bytes a rank moves, 2(n−1)/n of the
+    message: an ordinary least-squares line, held at or above zero."""
     if len({x for x, _ in points}) < 2:
         return 0.0, 0.0
     moved = [(2 * (ranks - 1) / ranks * x, cpu) for x, cpu in points]

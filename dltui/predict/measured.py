@@ -38,7 +38,7 @@ def gather(
     """Curves and workloads from (server, result) pairs, the later result of a kind winning."""
     problems: list[str] = []
     groups: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
-    cpu: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
+    lost: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
     for server, result in kernels:
         if result.kind != "allreduce" or result.error or result.median_s <= 0:
             continue
@@ -55,8 +55,8 @@ def gather(
             continue
         key = (engine(result.framework, result.device), server, result.device, servers, ranks)
         groups[key].append((floats * 4.0, result.median_s))
-        if result.cpu_s is not None:
-            cpu[key].append((floats * 4.0, result.cpu_s))
+        if result.compute_lost_s is not None:
+            lost[key].append((floats * 4.0, result.compute_lost_s))
     curves: dict[tuple[str, str], LinkCurve] = {}
     across: dict[str, dict[int, LinkCurve]] = defaultdict(dict)
     for key, points in sorted(groups.items(), key=lambda item: item[0][3]):
@@ -66,7 +66,7 @@ def gather(
         where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
         source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
         try:
-            curve = links.fit(level, ranks, points, source, cpu[key])
+            curve = links.fit(level, ranks, points, source, lost[key])
         except ValueError as exc:
             problems.append(f"{server}: {exc}")
             continue

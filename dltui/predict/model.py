@@ -100,12 +100,12 @@ def allreduce_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
     )
 
 
-def allreduce_cpu_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
-    """The CPU time one rank spends on that all-reduce (0 where the curves say none)."""
+def compute_lost_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
+    """The compute time one rank loses beside that all-reduce (0 where the curves say none)."""
     servers, gpus = layout.servers, layout.gpus
     intra, inter = fabric.intra, fabric.across(servers)
-    inside = intra.ring_cpu(gpus, nbytes) if intra is not None else 0.0
-    across = inter.ring_cpu(servers, nbytes) if inter is not None else 0.0
+    inside = intra.ring_lost(gpus, nbytes) if intra is not None else 0.0
+    across = inter.ring_lost(servers, nbytes) if inter is not None else 0.0
     return inside + across
 
 
@@ -134,18 +134,18 @@ def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, fl
     """The step's time and its communication's, for every GPU alike; the data-parallel
     wrapper's measured cost is in every step of more than one GPU.
 
-    On a CPU device an all-reduce that starts while backward runs takes its CPU time from
-    backward: backward, and every bucket it has yet to make, ends later by that time over the
-    CPUs the step keeps busy."""
+    An all-reduce that runs while backward does takes from backward the compute its curve says
+    is lost beside it (CPU processes share their CPUs with communication), for the part of it
+    backward is still running: backward, and every bucket it has yet to make, ends later."""
     if layout.total == 1:
         return workload.step_s, 0.0
     done, total, late = 0.0, 0.0, 0.0
-    share = workload.cpu_share
     for nbytes, ready in buckets(workload):
         start = max(ready + late, done)
         took = allreduce_s(nbytes, layout, fabric)
-        if share and start < workload.backward_end_s + late:
-            late += allreduce_cpu_s(nbytes, layout, fabric) / share
+        beside = workload.backward_end_s + late - start
+        if beside > 0 and took > 0:
+            late += compute_lost_s(nbytes, layout, fabric) * min(1.0, beside / took)
         done = start + took
         total += took
     optimizer = workload.step_s - workload.backward_end_s

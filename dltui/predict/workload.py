@@ -43,9 +43,6 @@ class Workload:
     """MEASURED, ASSUMED or AFTER_BACKWARD."""
     source: str
     """What it came from, in words."""
-    cpu_share: float | None = None
-    """On a CPU device, the CPUs the step keeps busy: an all-reduce's CPU work while backward
-    runs slows backward by its CPU time over this. None on GPUs."""
     overhead_s: float = 0.0
     """What the data-parallel wrapper adds to each step on more than one GPU, measured."""
 
@@ -94,7 +91,6 @@ def from_result(result: ModelResult, server: str) -> Workload:
         timing=timing,
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
         f"batch {result.batch}, {milliseconds(step_s)} a step, {what}",
-        cpu_share=profile.cpu_share,
         overhead_s=profile.overhead * step_s,
     )
 

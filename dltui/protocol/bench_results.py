@@ -41,9 +41,6 @@ class StepProfile:
     overhead: float = 0.0
     """What the data-parallel wrapper's own machinery adds to a step (DDP's hooks, bucket
     views, buffer broadcasts), as a fraction of the step: timed over a group of one rank."""
-    cpu_share: float | None = None
-    """On a CPU device, the CPUs the step kept busy (process CPU time ÷ wall time): an
-    all-reduce's own CPU work takes from it while backward runs. None on GPUs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +173,9 @@ class KernelResult:
     """That link's nominal rate each way, GB/s: what `gbps` is measured against."""
     others: str | None = None
     """As ModelResult.others."""
-    cpu_s: float | None = None
-    """CPU time the reporting rank's process spent per iteration, all its threads together
-    (an all-reduce on CPU processes: what communication takes from compute there)."""
+    compute_lost_s: float | None = None
+    """Seconds a rank's compute lost per call of the collective running beside it, the slowest
+    rank's (an all-reduce on CPU processes: what communication takes from backward there)."""
     backend: str | None = None
     """The implementation that won a search among several and was timed: an attention case's
     scaled_dot_product_attention backend ("flash", "cudnn", "efficient", "math")."""

@@ -53,13 +53,14 @@ def test_a_one_process_run_carries_its_step_profile(measured):
     assert ready == sorted(ready) and ready[0] > 0 and ready[-1] <= 1
     assert 0 < profile["forward"] < profile["backward"] <= 1
     assert ready[-1] == pytest.approx(profile["backward"])
-    assert profile["cpu_share"] > 0 and profile["overhead"] >= 0
+    assert profile["overhead"] >= 0
 
 
-def test_all_reduce_results_carry_their_cpu_time(measured):
+def test_all_reduce_results_carry_the_compute_lost_beside_them(measured):
     _, _, curve, _ = measured
     rows = [r for r in curve["results"] if r["kind"] == "allreduce"]
-    assert len(rows) >= 4 and all(r["cpu_s"] > 0 and r["params"]["ranks"] == 2 for r in rows)
+    assert len(rows) >= 4 and all(r["params"]["ranks"] == 2 for r in rows)
+    assert all(isinstance(r["compute_lost_s"], float) and r["compute_lost_s"] >= 0 for r in rows)
 
 
 def test_predict_from_measurements_matches_the_run_on_one_process(measured):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -106,6 +107,35 @@ def test_a_bucket_larger_than_the_backward_pass_is_waited_for_after_it():
     assert found.images_per_s == pytest.approx(2 * 10 / 1.7)
     assert found.efficiency_vs_gpu == pytest.approx(1 / 1.7)
     assert found.waiting_share == pytest.approx(0.7 / 1.7)
+
+
+def test_compute_lost_beside_an_all_reduce_delays_backward_for_the_part_it_overlaps():
+    # Backward ends at 0.8 s. A 100 MB bucket ready at 0.2 s all-reduces in 0.1 s, wholly
+    # beside backward, and costs it 40 ms (20 ms + 0.2 ns a byte moved: 2·1/2·100 MB). A second
+    # ready at 0.8 s + 40 ms starts as backward ends: it costs nothing.
+    lossy = replace(curve(INTER, busbw=1 * GB), lost_alpha_s=0.02, lost_s_per_byte=0.2e-9)
+    work = step([(100 * MB, 0.2), (100 * MB, 0.8)], bucket=100 * MB)
+    found = predict(work, Layout(2, 1), Fabric(None, lossy))
+    assert found.step_s == pytest.approx(0.84 + 0.1 + 0.2)
+    # Ready at 0.75 s, the first overlaps backward for half its 0.1 s: half the loss.
+    work = step([(100 * MB, 0.75)], bucket=100 * MB)
+    found = predict(work, Layout(2, 1), Fabric(None, lossy))
+    assert found.step_s == pytest.approx(max(0.8 + 0.02, 0.85) + 0.2)
+    # One GPU loses nothing; nor does a link whose loss was not measured.
+    assert predict(work, Layout(1, 1), Fabric(None, lossy)).step_s == 1.0
+    assert lossy.ring_lost(1, 100 * MB) == 0.0
+
+
+def test_a_fit_draws_the_lost_compute_as_a_line_in_the_bytes_moved():
+    truth = curve(INTER, busbw=1 * GB, alpha=1e-4)
+    sizes = (4e3, 1e6, 16e6)
+    points = [(size, truth.ring(4, size)) for size in sizes]
+    lost = [(size, 0.003 + 1e-9 * 1.5 * size) for size in sizes]  # 4 ranks move 1.5 × size
+    fitted = links.fit(INTER, 4, points, "exact", lost)
+    assert fitted.lost_alpha_s == pytest.approx(0.003)
+    assert fitted.lost_s_per_byte == pytest.approx(1e-9)
+    assert fitted.ring_lost(4, 1e6) == pytest.approx(0.003 + 1.5e-3)
+    assert links.fit(INTER, 4, points, "none").ring_lost(4, 1e6) == 0.0
 
 
 def test_buckets_queue_one_behind_another():

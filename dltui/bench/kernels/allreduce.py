@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.kernels import beside
 from dltui.bench.kernels.collectives import elements, prepare
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import (
@@ -317,15 +318,15 @@ def allreduce_rank(
                     end.record()
                 sync()
                 times = [begin.elapsed_time(end) / 1e3 for begin, end in events]
-                cpu_s = None
+                lost_s = None
             else:
-                began = time.process_time()
                 times = wall_times(step, count)
-                cpu_s = (time.process_time() - began) / count
             times = slowest(times)
+            if not on_gpu and prepared.start is not None:
+                lost_s = beside.measure(torch, prepared.start, median(times), slowest)
             if rank == 0:
                 case = AllReduceCase(floats)
                 result = allreduce_result(job, op, case, job.device, world, times)
-                on_result(replace(result, cpu_s=cpu_s))
+                on_result(replace(result, compute_lost_s=lost_s))
     finally:
         dist.destroy_process_group()

@@ -24,6 +24,8 @@ class Prepared:
     """After one call: None, or what was wrong."""
     reset: Callable[[], object]
     """Before the timing: leave buffers whose repeated calls stay finite."""
+    start: Callable[[], Any] | None = None
+    """One call begun, returning what `.wait()`s for its end (all-reduce: what DDP does)."""
 
 
 def elements(op: str, floats: int, world: int) -> int:
@@ -57,6 +59,7 @@ def prepare(torch: Any, op: str, floats: int, rank: int, world: int, device: Any
         return Prepared(
             lambda: dist.all_reduce(buffer), lambda: differs(buffer, full(floats, total)),
             buffer.zero_,  # repeated sums of zeros stay finite
+            lambda: dist.all_reduce(buffer, async_op=True),
         )  # fmt: skip
     if op == "broadcast":
         buffer = full(floats, rank + 1)

@@ -250,7 +250,6 @@ class _Trainer:
         steps = []
         try:
             step(images, labels)  # the eager kernels' first run (cuDNN's search) is not timed
-            cpu_began, wall_began = time.process_time(), time.perf_counter()
             for _ in range(PROFILED_STEPS):
                 marks.clear()
                 start = clock.now()
@@ -260,17 +259,15 @@ class _Trainer:
                 ready = [clock.seconds(start, marks.get(i, end)) for i in range(len(params))]
                 at_end = clock.seconds(start, end)
                 steps.append((clock.seconds(start, marks[-1]), max(ready), ready, at_end))
-            cpu_share = (time.process_time() - cpu_began) / (time.perf_counter() - wall_began)
         except torch.OutOfMemoryError:  # the compiled batch may not fit eager: no profile
             return None
         finally:
             for hook in hooks:
                 hook.remove()
-        found = profile.from_steps(
+        return profile.from_steps(
             [p.numel() * p.element_size() for p in params], steps,
             sum(p.numel() for p in params), "nccl" if self.on_gpu else "gloo",
         )  # fmt: skip
-        return found if self.on_gpu else replace(found, cpu_share=round(cpu_share, 4))
 
     def to_accuracy(self, rank: int) -> ModelResult | None:
         """Train on the folder, an epoch at a time, until the held-out top-1 reaches the

@@ -1,0 +1,64 @@
+"""What a collective takes from compute that runs beside it, on CPU processes.
+
+Data-parallel training all-reduces a bucket while backward computes the next ones, in the same
+process, on the same CPUs (a cgroup's quota on a test host, a container's elsewhere). What
+that costs backward is not the collective's own CPU time: the kernel's network stack, thread
+wake-ups and a quota spent early all land on the compute. So it is measured as training meets
+it: a fixed piece of compute (matrix products on the rank's own threads, as a convolution's
+are), timed alone and then with the collective started just before it; the difference is
+what one call of the collective costs the compute beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dltui.plans.formulas import median
+
+PAIRS = 5
+"""Alone/beside pairs per size: the difference of two noisy times needs a median."""
+COMPUTE_SPAN = 3.0
+"""The compute lasts this many times the collective, at least: the whole call falls inside."""
+MIN_COMPUTE_S = 0.02
+SIDE = 192
+"""The matrices' side: a product of a few milliseconds on one CPU."""
+
+
+def measure(
+    torch: Any,
+    start: Callable[[], Any],
+    collective_s: float,
+    agree: Callable[[list[float]], list[float]],
+) -> float:
+    """Compute seconds lost per call of the collective running beside it, on the rank that
+    lost most (a step is as slow as its slowest rank); at least 0.
+    `start()` launches one call of the collective and returns what `.wait()`s for it;
+    `collective_s` is its time alone; `agree` takes each value's maximum over the ranks (a
+    collective itself: it also lines the ranks up before each timing)."""
+    a = torch.rand(SIDE, SIDE)
+    b = torch.rand(SIDE, SIDE)
+
+    def compute(products: int) -> float:
+        began = time.perf_counter()
+        for _ in range(products):
+            torch.mm(a, b)
+        return time.perf_counter() - began
+
+    compute(2)  # warm the library's kernels
+    one = median([compute(1) for _ in range(5)])
+    wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
+    # The same length on every rank: each then waits for the others about as long.
+    products = int(agree([float(math.ceil(wanted / max(one, 1e-6)))])[0])
+    lost = []
+    for _ in range(PAIRS):
+        agree([0.0])
+        alone = compute(products)
+        agree([0.0])
+        handle = start()
+        beside = compute(products)
+        handle.wait()
+        lost.append(beside - alone)
+    return max(agree([median(lost)])[0], 0.0)
