@@ -14,7 +14,6 @@ import tomllib
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
-from dltui.protocol.auth import MIN_SECRET_SIZE
 from dltui.protocol.errors import quote
 
 MAX_SECRET_FILE = 4096
@@ -124,6 +123,10 @@ def load_secret(path: str | os.PathLike[str]) -> bytes:
             mode = stat.S_IMODE(status.st_mode)
             return f"is accessible by others (mode {mode:04o}); run: chmod 600 {path}"
         return None
+
+    # Here, not at the top: auth loads hashlib, and the agent decides first where its hashes
+    # come from (commands/agent.py).
+    from dltui.protocol.auth import MIN_SECRET_SIZE
 
     try:
         data = read_bounded(path, "secret file", MAX_SECRET_FILE, private).strip()

@@ -15,8 +15,8 @@ import asyncio
 import contextlib
 import logging
 import socket
-import ssl
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from dltui.agent.admission import Admission, Waiting
 from dltui.protocol.framing import encode_frame
@@ -24,6 +24,9 @@ from dltui.protocol.messages import ErrorMessage
 from dltui.protocol.stream import MessageStream
 from dltui.protocol.wire import to_wire
 from dltui.userfiles import PEM_LIMIT, check_regular
+
+if TYPE_CHECKING:  # ssl is loaded only where TLS is served (commands/agent.py)
+    import ssl
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +40,20 @@ Handler = Callable[[MessageStream, str, Waiting], Awaitable[None]]
 BUSY_SOURCE = "too many connections from your address are waiting to log in; try again"
 
 
+def requires_client_certificate(tls: ssl.SSLContext | None) -> bool:
+    """Whether `tls` is mutual TLS: a client must present a certificate."""
+    if tls is None:
+        return False
+    import ssl  # loaded already: `tls` is one of its contexts
+
+    return tls.verify_mode == ssl.CERT_REQUIRED
+
+
 def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
     """TLS 1.2+ with this certificate; with `client_ca`, clients must present a certificate
     that CA signed (mutual TLS). OSError or ssl.SSLError when a file is unusable."""
+    import ssl
+
     for what, path in (("certificate", cert), ("key", key), ("client CA", client_ca)):
         if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
             check_regular(path, what, PEM_LIMIT)

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 import sys
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Literal
 
 from dltui.agent import footprint
 from dltui.agent.alerts import Rule
+from dltui.agent.listener import requires_client_certificate
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
 from dltui.errors import UsageError
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
-if TYPE_CHECKING:  # prometheus-client is loaded only when metrics are served
+if TYPE_CHECKING:  # prometheus-client is loaded only when metrics are served, ssl with TLS
+    import ssl
+
     from dltui.agent.metrics_server import MetricsOptions, MetricsServer
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ def run(
         gpus = len(agent.inventory.gpus)
         how = "TCP"
         if tls is not None:
-            how = "mutual TLS" if tls.verify_mode == ssl.CERT_REQUIRED else "TLS"
+            how = "mutual TLS" if requires_client_certificate(tls) else "TLS"
         on_cpu = "" if kept_to is None else f", on CPU {kept_to}"
         log.info("listening on %s:%d, %d GPU(s), %g Hz, %s%s", listen[0], port, gpus, rate_hz,
                  how, on_cpu)  # fmt: skip

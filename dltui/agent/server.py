@@ -14,11 +14,11 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import stat
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from dltui.agent.admission import Admission, Waiting
 from dltui.agent.alerts import Rule
@@ -27,7 +27,7 @@ from dltui.agent.config import ConfigFileError
 from dltui.agent.demand import SamplingDemand
 from dltui.agent.events import EventLog
 from dltui.agent.jobs import Jobs
-from dltui.agent.listener import accept_forever, listening_socket
+from dltui.agent.listener import accept_forever, listening_socket, requires_client_certificate
 from dltui.agent.occupancy import Occupancy
 from dltui.agent.results import ResultBoard
 from dltui.agent.throttle import AuthThrottle
@@ -36,6 +36,9 @@ from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import Event, Message, Sample
 from dltui.protocol.stream import MessageStream, claim_stdout
 from dltui.protocol.wire import to_wire
+
+if TYPE_CHECKING:  # ssl is loaded only where TLS is served (commands/agent.py)
+    import ssl
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +104,7 @@ class Agent:
     @property
     def authenticates_clients(self) -> bool:
         """A shared secret, or TLS that requires a client certificate (mutual TLS)."""
-        return self.secret is not None or (
-            self.tls is not None and self.tls.verify_mode == ssl.CERT_REQUIRED
-        )
+        return self.secret is not None or requires_client_certificate(self.tls)
 
     # Called from the sampler thread. The event loop is woken only when a client has subscribed
     # and its batch is due: with every client allowing half a second, four ticks in five wake
