@@ -65,6 +65,8 @@ def gather(
         unit = "GPUs" if device == "cuda" else "processes"
         where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
         source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
+        if lost[key]:
+            source += f" (compute lost beside it: {len(lost[key])} sizes)"
         try:
             curve = links.fit(level, ranks, points, source, lost[key])
         except ValueError as exc:

@@ -74,8 +74,9 @@ def test_predict_from_measurements_matches_the_run_on_one_process(measured):
     table = json.loads(done.stdout)
     assert table["predicted"] is True and table["overlap"] == "measured"
     assert any(source.startswith("step: measured: torch resnet20") for source in table["sources"])
-    assert any("inside a server: measured: gloo all-reduce, 2 processes" in source
-               for source in table["sources"])  # fmt: skip
+    inside = [s for s in table["sources"] if "inside a server: measured: gloo all-reduce" in s]
+    assert len(inside) == 1 and "2 processes" in inside[0]
+    assert "compute lost beside it: 5 sizes" in inside[0]
     rows = {row["layout"]: row for row in table["rows"]}
     (alone,) = one["models"]
     assert rows["1x1"]["predicted_images_per_s"] == pytest.approx(alone["images_per_s"])

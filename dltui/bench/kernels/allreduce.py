@@ -323,7 +323,8 @@ def allreduce_rank(
                 times = wall_times(step, count)
             times = slowest(times)
             if not on_gpu and prepared.start is not None:
-                lost_s = beside.measure(torch, prepared.start, median(times), slowest)
+                lost_s = beside.measure(torch, prepared.start, median(times), slowest,
+                                        job.max_seconds)  # fmt: skip
             if rank == 0:
                 case = AllReduceCase(floats)
                 result = allreduce_result(job, op, case, job.device, world, times)

@@ -19,10 +19,13 @@ from typing import Any
 from dltui.plans.formulas import median
 
 PAIRS = 5
-"""Alone/beside pairs per size: the difference of two noisy times needs a median."""
+"""Alone/beside pairs per size at most: the difference of two noisy times needs a median."""
 COMPUTE_SPAN = 3.0
 """The compute lasts this many times the collective, at least: the whole call falls inside."""
 MIN_COMPUTE_S = 0.02
+MAX_PAIR_S = 30.0
+"""A size whose pair would take longer is not measured: the rank would stay silent past the
+worker's watchdog (a collective on a slow link, a collective starved by the compute)."""
 SIDE = 192
 """The matrices' side: a product of a few milliseconds on one CPU."""
 
@@ -32,12 +35,18 @@ def measure(
     start: Callable[[], Any],
     collective_s: float,
     agree: Callable[[list[float]], list[float]],
-) -> float:
+    budget_s: float,
+) -> float | None:
     """Compute seconds lost per call of the collective running beside it, on the rank that
-    lost most (a step is as slow as its slowest rank); at least 0.
-    `start()` launches one call of the collective and returns what `.wait()`s for it;
-    `collective_s` is its time alone; `agree` takes each value's maximum over the ranks (a
-    collective itself: it also lines the ranks up before each timing)."""
+    lost most (a step is as slow as its slowest rank), at least 0; None for a collective too
+    long to measure so. `start()` launches one call of the collective and returns what
+    `.wait()`s for it; `collective_s` is its time alone; `agree` takes each value's maximum
+    over the ranks (a collective itself: it also lines the ranks up before each timing).
+    Pairs are taken until `budget_s` is spent (one at least, PAIRS at most), the ranks
+    agreeing on when, or their collectives would no longer match."""
+    wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
+    if 2 * wanted > MAX_PAIR_S:
+        return None
     a = torch.rand(SIDE, SIDE)
     b = torch.rand(SIDE, SIDE)
 
@@ -49,11 +58,13 @@ def measure(
 
     compute(2)  # warm the library's kernels
     one = median([compute(1) for _ in range(5)])
-    wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
     # The same length on every rank: each then waits for the others about as long.
     products = int(agree([float(math.ceil(wanted / max(one, 1e-6)))])[0])
-    lost = []
-    for _ in range(PAIRS):
+    lost: list[float] = []
+    began = time.perf_counter()
+    while len(lost) < PAIRS:
+        if lost and agree([time.perf_counter() - began])[0] >= budget_s:
+            break
         agree([0.0])
         alone = compute(products)
         agree([0.0])
