@@ -139,7 +139,7 @@ class Series:
             return []
         first_cell = math.floor(end / seconds) - count + 1
         memo = self._memo
-        redo = 0
+        redo, raw = 0, [EMPTY] * count
         if memo is not None and memo[0] == seconds and memo[1] == count:
             seen_until, kept = memo[2], memo[3]
             shift = first_cell - memo[4]
@@ -149,8 +149,6 @@ class Series:
                 raw = kept[shift : shift + redo] + [EMPTY] * (count - redo)
             else:
                 redo = 0
-        if redo == 0:
-            raw = [EMPTY] * count
         self._fill(raw, first_cell, redo, seconds)
         newest = self.last_time()
         self._memo = (seconds, count, -math.inf if newest is None else newest, raw, first_cell)

@@ -318,10 +318,10 @@ def allreduce_rank(
                     end.record()
                 sync()
                 times = [begin.elapsed_time(end) / 1e3 for begin, end in events]
-                lost_s = None
             else:
                 times = wall_times(step, count)
             times = slowest(times)
+            lost_s = None
             if not on_gpu and prepared.start is not None:
                 lost_s = beside.measure(torch, prepared.start, median(times), slowest,
                                         job.max_seconds)  # fmt: skip

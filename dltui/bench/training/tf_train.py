@@ -220,12 +220,14 @@ class _Trainer:
         training_s, accuracy, reached, epochs = 0.0, 0.0, None, 0
         for epoch in range(job.max_epochs):
             began = time.perf_counter()
+            loss = None
             for index, (images, labels) in enumerate(train):
                 if self.should_stop():
                     return None
                 loss = step(images, labels)
                 self.report.progress((epoch + (index + 1) / steps_per_epoch) / job.max_epochs)
-            float(loss)
+            if loss is not None:
+                float(loss)  # the epoch's last step done
             training_s += time.perf_counter() - began
             epochs = epoch + 1
             right = sum(int(correct(images, labels)) for images, labels in held)
