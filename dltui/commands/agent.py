@@ -111,11 +111,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 
 def _without_openssl(serves_tls: bool) -> None:
-    """Keep OpenSSL out of the agent's memory, which is paid on every server it is left
-    running on: 3.4 MB of libcrypto for hashlib's SHA-256 (Python's own does the agent's few
-    hashes), and where it serves no TLS (nor /metrics, whose library imports ssl) 1 MB more
-    of libssl, which asyncio imports wherever it can. Marked missing, both are taken for a
-    Python built without them. Called before anything here imports hashlib."""
+    """Keep OpenSSL out of the agent's memory, paid on every server it is left running on
+    (what it weighs: docs/results/telemetry-h200.md): hashlib's, as Python's own SHA-256 does
+    the agent's few hashes; and where it serves no TLS (nor /metrics, whose library imports
+    ssl) the ssl module, which asyncio imports wherever it can. Marked missing, both are taken
+    for a Python built without them. Called before anything here imports hashlib."""
     sys.modules.setdefault("_hashlib", None)  # type: ignore[arg-type]
     if not serves_tls:
         sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]

@@ -46,8 +46,21 @@ def train(
     tf.keras.utils.set_random_seed(0)  # the same initial weights on every run
     if is_gpt(job.model):
         _train_gpt(tf, job, gpus, report, should_stop, workers, task)
-        tf_strategy.leave_together(workers, task, job.timeout_s)
-        return
+    else:
+        _train_cnn(tf, job, gpus, report, should_stop, workers, task)
+    tf_strategy.leave_together(workers, task, job.timeout_s)
+
+
+def _train_cnn(
+    tf: Any,
+    job: TrainJob,
+    gpus: list[Any],
+    report: Reporter,
+    should_stop: ShouldStop,
+    workers: list[str] | None,
+    task: int,
+) -> None:
+    """A CNN, data-parallel over the strategy's replicas: throughput, or time to accuracy."""
     settings = resolve(job, _gpu_memory() if gpus else None)
     if not gpus and not settings.channels_last:
         raise ValueError("TensorFlow convolves channels-first only on GPUs")
@@ -58,7 +71,6 @@ def train(
     result = trainer.to_accuracy() if job.data_dir else trainer.throughput()
     if result is not None and task == 0:
         report.result(result)
-    tf_strategy.leave_together(workers, task, job.timeout_s)
 
 
 def _train_gpt(
