@@ -50,6 +50,17 @@ MEMORY_HEADROOM = 0.85
 torch.compile's buffers take the rest."""
 
 
+RATE_WARMUP_STEPS = 10
+"""Steps over which the learning rate rises linearly to its peak, as GPT training does, so
+that AdamW's first steps, each as large as the rate, do not throw an untrained model's loss
+up. Short: a benchmark's run is tens of steps."""
+
+
+def warmup_factor(step: int) -> float:
+    """The share of the peak learning rate at a step (from 0)."""
+    return min(1.0, (step + 1) / RATE_WARMUP_STEPS)
+
+
 def is_gpt(model: str) -> bool:
     return model in SHAPES
 
@@ -80,25 +91,31 @@ def memory_bytes(shape: GptShape, batch: int, seq: int, checkpoint: bool, shards
     """About the peak memory of one rank's training step, bf16 autocast and AdamW: 16 bytes a
     parameter (fp32 weights, gradients and two moments; over `shards` ranks under FSDP),
     activations at 34·d bytes a token and layer with fused attention (Korthikanti et al.), or
-    one layer's input a layer when checkpointed, and the logits in fp32 three times over."""
+    one layer's input a layer when checkpointed, and 16 bytes a logit: bf16 and its fp32 copy,
+    the fp32 log-softmax and its gradient, the bf16 gradient. (The H200's measured peaks leave
+    14.4-14.7 bytes a logit beyond the other terms, docs/results/transformers-h200.md.)"""
     tokens = batch * seq
     weights = 16.0 * parameters(shape, seq) / shards
     per_layer = 2.0 * shape.d_model if checkpoint else 34.0 * shape.d_model
     activations = tokens * per_layer * shape.layers + (34.0 * shape.d_model if checkpoint else 0)
-    logits = tokens * shape.vocab * 12.0
+    logits = tokens * shape.vocab * 16.0
     return weights + activations + logits
 
 
 def fit(
     shape: GptShape, batch: int, seq: int, gpu_memory: int, shards: int = 1
 ) -> tuple[int, bool]:
-    """The batch and whether to checkpoint activations: the batch as given if it fits,
-    else checkpointed if that fits, else the batch halved until it does (at least 1)."""
+    """The batch and whether to checkpoint activations: the batch as given if it fits; else
+    half of it, which runs at about the same rate where recomputing activations costs a third
+    more compute; else the batch checkpointed; else the same again from half the batch."""
     budget = gpu_memory * MEMORY_HEADROOM
-    while True:
-        for checkpoint in (False, True):
-            if memory_bytes(shape, batch, seq, checkpoint, shards) <= budget:
-                return batch, checkpoint
-        if batch == 1:
-            return 1, True
+
+    def fits(batch: int, checkpoint: bool) -> bool:
+        return memory_bytes(shape, batch, seq, checkpoint, shards) <= budget
+
+    while batch > 1:
+        for tried, checkpoint in ((batch, False), (batch // 2, False), (batch, True)):
+            if fits(tried, checkpoint):
+                return tried, checkpoint
         batch //= 2
+    return 1, not fits(1, False)

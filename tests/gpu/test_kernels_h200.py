@@ -62,7 +62,8 @@ def test_padding_makes_an_odd_gemm_run_at_its_neighbours_rate(backend):
     assert padded.median_s < 0.5 * stated.median_s  # 319 µs against 1,638 (issue #17)
 
 
-def test_energy_from_a_sustained_run_gives_a_believable_per_watt(backend):
+def test_energy_from_a_sustained_run_gives_a_believable_per_watt(backend, gateway):
+    limit = gateway.readers[0].read_slow(["power_limit"])["power_limit"]
     case = GemmCase(4096, 4096, 4096)
     # Random values, as `--energy` defaults to: zeros draw less (1.9 TFLOP/s/W seen on them).
     result = timed(backend, "gemm", "bf16", case, max_seconds=2.0, energy=True, fill="random")
@@ -70,7 +71,9 @@ def test_energy_from_a_sustained_run_gives_a_believable_per_watt(backend):
     watts = formulas.watts(result.energy_j, result.energy_s)
     sustained = formulas.tflops(case.flops, result.sustained_s)
     print(f"{watts:.0f} W, sustained {sustained:.0f} TFLOP/s against {result.tflops:.0f} burst")
-    assert 150 < watts < 760
+    # The cap holds over seconds: a half-second window may pass it a little (762 W of 700 seen
+    # on an H100), not by a tenth.
+    assert 150 < watts < 1.1 * limit
     assert 0.3 < sustained / watts < 1.6  # the H200 peaks near 1.4 TFLOP/s/W
     assert sustained <= result.tflops * 1.05  # a power cap lowers the sustained rate
     again = timed(backend, "gemm", "bf16", case, max_seconds=2.0, fill="random")

@@ -35,8 +35,8 @@ def throughput(
     period = torch_gpt.period_for(settings.seq)
     with strategy.scope():
         model = keras_gpt.build(shape, settings.seq)
-        optimizer = keras.optimizers.AdamW(job.learning_rate, beta_1=BETAS[0], beta_2=BETAS[1],
-                                           weight_decay=WEIGHT_DECAY)  # fmt: skip
+        optimizer = keras.optimizers.AdamW(_warmed_up(keras, job), beta_1=BETAS[0],
+                                           beta_2=BETAS[1], weight_decay=WEIGHT_DECAY)  # fmt: skip
         if settings.precision == "fp16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)  # its slots now, not in a traced step
@@ -76,3 +76,14 @@ def throughput(
     device = "cuda" if tf.config.list_logical_devices("GPU") else "cpu"
     return token_result(job, settings, "tensorflow", device, replicas, times, losses, gpu_name,
                         None)  # fmt: skip
+
+
+def _warmed_up(keras: Any, job: TrainJob) -> Any:
+    """The learning rate as the torch ranks schedule it (gpt.warmup_factor), for Keras."""
+
+    class WarmedUp(keras.optimizers.schedules.LearningRateSchedule):
+        def __call__(self, step: Any) -> Any:
+            rising = (keras.ops.cast(step, "float32") + 1.0) / gpt.RATE_WARMUP_STEPS
+            return job.learning_rate * keras.ops.minimum(1.0, rising)
+
+    return WarmedUp()

@@ -78,6 +78,7 @@ class GptTrainer:
     def throughput(self) -> ModelResult | None:
         torch, job, settings = self.torch, self.job, self.settings
         net, optimizer = self._network()
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, gpt.warmup_factor)
         half = self._half()
         scaler = torch.amp.GradScaler(self.device.type) if half is torch.float16 else None
         vocab = self.shape.vocab
@@ -100,6 +101,7 @@ class GptTrainer:
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
+            schedule.step()
             return loss.detach()
 
         total = job.warmup + job.steps
