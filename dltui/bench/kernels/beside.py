@@ -20,6 +20,10 @@ from dltui.plans.formulas import median
 
 PAIRS = 5
 """Alone/beside pairs per size at most: the difference of two noisy times needs a median."""
+PROBE_S = 10.0
+"""Pairs are taken for this long at least (or the size's own budget, if longer): a timing
+budget of a second left one pair at the sizes that carry gradients, and one pair is as noisy
+as the compute (0.0 ms read at 1 MB across two hosts at 300 Mbit/s)."""
 COMPUTE_SPAN = 3.0
 """The compute lasts this many times the collective, at least: the whole call falls inside."""
 MIN_COMPUTE_S = 0.02
@@ -42,8 +46,9 @@ def measure(
     long to measure so. `start()` launches one call of the collective and returns what
     `.wait()`s for it; `collective_s` is its time alone; `agree` takes each value's maximum
     over the ranks (a collective itself: it also lines the ranks up before each timing).
-    Pairs are taken until `budget_s` is spent (one at least, PAIRS at most), the ranks
-    agreeing on when, or their collectives would no longer match."""
+    Pairs are taken until `budget_s` or PROBE_S is spent, whichever is longer (one at
+    least, PAIRS at most), the ranks agreeing on when, or their collectives would no longer
+    match."""
     wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
     if 2 * wanted > MAX_PAIR_S:
         return None
@@ -63,7 +68,7 @@ def measure(
     lost: list[float] = []
     began = time.perf_counter()
     while len(lost) < PAIRS:
-        if lost and agree([time.perf_counter() - began])[0] >= budget_s:
+        if lost and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
             break
         agree([0.0])
         alone = compute(products)
