@@ -12,9 +12,11 @@ import math
 import pytest
 
 from dltui.bench.backends import load_backend
+from dltui.bench.models import torch_gpt
 from dltui.bench.shapes import AttentionCase
 from dltui.bench.suite import _Item, measure
 from dltui.bench.training import run_models
+from dltui.plans import gpt
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan
 from dltui.protocol.bench_results import KernelResult, ModelResult
 
@@ -84,10 +86,27 @@ def test_a_gpt_step_trains_at_an_mfu_of_the_targets_order(gateway):
         assert 0.2 < result.mfu < 1.0
         assert "torchtitan" in (result.reference or "")
     # The copy task's first half is uniform tokens: over 50,257 of them the loss sits near
-    # ln(50257) = 10.8 until copying is learned, thousands of steps on (the CPU tests check
-    # that gpt-tiny learns it). Here: the loss falls, from the untrained model's.
-    assert result.losses[-1] < result.losses[0]
+    # ln(50257) = 10.8 until copying is learned, thousands of steps on. Here: it stays there,
+    # neither diverging nor falling below what no model can reach yet (the tiny model's test
+    # below shows the GPU path learns). On an H100 it went 10.98 -> 11.04 in 40 steps.
+    chance = math.log(gpt.SHAPES["gpt-124m"].vocab)
+    assert all(chance - 0.5 < loss < chance + 1.0 for loss in result.losses), result.losses
     assert math.isfinite(result.tokens_per_s) and result.tokens_per_s > 1e5
+
+
+def test_the_tiny_gpt_learns_the_copy_task_on_the_gpu(gateway):
+    """bf16 autocast, torch.compile and fused AdamW learn what the CPU's fp32 path learns: the
+    loss from chance to below half of it, not below what looking back alone allows."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    result = gpt_run(models=["gpt-tiny"], warmup=80, steps=20)
+    chance = math.log(gpt.SHAPES["gpt-tiny"].vocab)
+    period = torch_gpt.period_for(result.seq_len)
+    floor = chance * (period - 1) / result.seq_len
+    end = sum(result.losses[-10:]) / 10
+    assert abs(result.losses[0] - chance) < 0.3, result.losses
+    assert 0.7 * floor < end < 0.5 * chance, result.losses
 
 
 def test_fsdp_over_two_gpus_trains_the_same_model(gateway):
