@@ -4,11 +4,13 @@ Hosts are network namespaces (agents/netns-cluster.sh), each with its own addres
 shaped with tc (tbf, each way) and its CPU held to a fixed quota through a cgroup, so that the
 hosts compute as separate machines would on a 2-core box. For each link rate, it measures the
 all-reduce curves across 2 hosts and across 4 (per framework), then for each workload,
-interleaved and repeated: the one-host profile (one process, `dltui bench models --gpus 1`), and
-real training across 2 and 4 hosts (`--scale-out`). Each multi-host run is predicted by `dltui
-predict` fed only with that repeat's one-host profile and the curves of the same links (each
-layout takes the curve measured across the most hosts up to its own); the medians over the
-repeats are compared.
+interleaved and repeated, for 2 hosts and then 4: the one-host profile (`dltui bench models
+--gpus 1`) and real training across the hosts (`--scale-out`). The profile is taken on each of
+those hosts at once, each training alone, and the median host's is used: every host then
+computes beside as many others on this box as it will in the run across them (four hosts'
+quotas fill 1.6 of a 2-core machine's CPUs). Each multi-host run is predicted by `dltui
+predict` fed only with that profile and the curves of the same links (each layout takes the
+curve measured across the most hosts up to its own); the medians over the repeats are compared.
 
     sudo python benchmarks/predict_shaped.py [--rates 1gbit,300mbit,100mbit] [--hosts 2,4]
         [--repeats 3] [--frameworks torch,tensorflow] [--quota 0.4]
@@ -24,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,9 +95,9 @@ class Runner:
         raise RuntimeError(f"{' '.join(args[:3])}… exited {done.returncode}: {done.stderr}"
                            f"{self.cluster.log(1)[-2000:]}")  # fmt: skip
 
-    def _agents(self, hosts: int) -> list[str]:
+    def _agents(self, hosts: Iterable[int]) -> list[str]:
         found = ["--secret-file", str(self.secret)]
-        for host in range(1, hosts + 1):
+        for host in hosts:
             found += ["--agent", self.cluster.address(host)]
         return found
 
@@ -107,15 +110,31 @@ class Runner:
         out = self._out(f"curve-{framework}-{hosts}hosts")
         self._dltui("bench", "kernels", "--framework", framework, "--kind", "allreduce",
                     "--set", "tiny", "--device", "cpu", "--gpus", "1", "--max-seconds", "1",
-                    *self._agents(hosts), "--json", str(out))  # fmt: skip
+                    *self._agents(range(1, hosts + 1)), "--json", str(out))  # fmt: skip
         return out
+
+    def profile(self, workload: Workload, hosts: int) -> Path:
+        """One-host runs on hosts 1 to `hosts` at once, each alone on its host; the median
+        host's (the slower of two). They start within a second or so of each other: three
+        more warm-up steps let every one be computing while any is timed."""
+        outs = {host: self._out(f"{workload.framework}-{workload.model}-alone-{host}-of-{hosts}")
+                for host in range(1, hosts + 1)}  # fmt: skip
+
+        def alone(host: int) -> None:
+            self._dltui("bench", "models", *workload.args(), "--warmup", str(self.warmup + 3),
+                        "--steps", str(self.steps), *self._agents([host]), "--json",
+                        str(outs[host]))  # fmt: skip
+
+        with ThreadPoolExecutor(hosts) as pool:
+            list(pool.map(alone, outs))
+        by_rate = sorted(outs.values(), key=measured_rate)
+        return by_rate[len(by_rate) // 2]
 
     def train(self, workload: Workload, hosts: int) -> Path:
         out = self._out(f"{workload.framework}-{workload.model}-{hosts}hosts")
-        across = ["--scale-out", "--no-baseline"] if hosts > 1 else []
         self._dltui("bench", "models", *workload.args(), "--warmup", str(self.warmup),
-                    "--steps", str(self.steps), *across, *self._agents(hosts), "--json",
-                    str(out))  # fmt: skip
+                    "--steps", str(self.steps), "--scale-out", "--no-baseline",
+                    *self._agents(range(1, hosts + 1)), "--json", str(out))  # fmt: skip
         return out
 
     def predict(self, profile: Path, curves: list[Path], hosts: int) -> float:
@@ -147,11 +166,11 @@ def compare(
     """Rows for one workload at one rate: each host count's medians over the repeats."""
     predicted: dict[int, list[float]] = {n: [] for n in hosts}
     measured: dict[int, list[float]] = {n: [] for n in hosts}
-    one_host: list[float] = []
+    one_host: dict[int, list[float]] = {n: [] for n in hosts}
     for repeat in range(repeats):
-        profile = runner.train(workload, 1)
-        one_host.append(measured_rate(profile))
         for n in hosts:
+            profile = runner.profile(workload, n)
+            one_host[n].append(measured_rate(profile))
             measured[n].append(measured_rate(runner.train(workload, n)))
             predicted[n].append(runner.predict(profile, curves, n))
             say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
@@ -169,7 +188,7 @@ def compare(
             "measured_images_per_s": statistics.median(measured[n]),
             "predicted_runs": predicted[n],
             "measured_runs": measured[n],
-            "one_host_runs": one_host,
+            "one_host_runs": one_host[n],
         })  # fmt: skip
     return rows
 
