@@ -128,7 +128,7 @@ class Runner:
         with ThreadPoolExecutor(hosts) as pool:
             list(pool.map(alone, outs))
         by_rate = sorted(outs.values(), key=measured_rate)
-        return by_rate[len(by_rate) // 2]
+        return by_rate[(len(by_rate) - 1) // 2]
 
     def train(self, workload: Workload, hosts: int) -> Path:
         out = self._out(f"{workload.framework}-{workload.model}-{hosts}hosts")

@@ -132,13 +132,17 @@ def predict(workload: Workload, layout: Layout, fabric: Fabric) -> Prediction:
 
 def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, float]:
     """The step's time and its communication's, for every GPU alike; the data-parallel
-    wrapper's measured cost is in every step of more than one GPU.
+    wrapper's measured cost is in every step of more than one GPU, and each step's compute
+    is its slowest rank's (Workload.slowest).
 
     An all-reduce that runs while backward does takes from backward the compute its curve says
     is lost beside it (CPU processes share their CPUs with communication), for the part of it
     backward is still running: backward, and every bucket it has yet to make, ends later."""
     if layout.total == 1:
         return workload.step_s, 0.0
+    workload = workload.at_speed(
+        workload.step_s * workload.slowest(layout.total), workload.batch, workload.source
+    )
     done, total, late = 0.0, 0.0, 0.0
     for nbytes, ready in buckets(workload):
         start = max(ready + late, done)

@@ -45,10 +45,25 @@ class Workload:
     """What it came from, in words."""
     overhead_s: float = 0.0
     """What the data-parallel wrapper adds to each step on more than one GPU, measured."""
+    step_ratios: tuple[float, ...] = ()
+    """Each measured step ÷ their mean: how one GPU's steps vary (none for a described one)."""
 
     @property
     def total_bytes(self) -> int:
         return sum(self.gradient_bytes)
+
+    def slowest(self, ranks: int) -> float:
+        """A synchronous step goes at its slowest rank's pace: the expected largest of `ranks`
+        independent draws from the measured steps, as a share of their mean (1 with one
+        rank, or with no steps measured). Ranks whose steps vary together wait less."""
+        ratios = sorted(self.step_ratios)
+        count = len(ratios)
+        if ranks == 1 or count < 2:
+            return 1.0
+        return sum(
+            ratio * ((i / count) ** ranks - ((i - 1) / count) ** ranks)
+            for i, ratio in enumerate(ratios, 1)
+        )
 
     def at_speed(self, step_s: float, batch: int, source: str) -> Workload:
         """The same step's shape on a GPU that takes `step_s` for `batch` images: every moment
@@ -78,6 +93,10 @@ def from_result(result: ModelResult, server: str) -> Workload:
     ready = tuple(f * step_s for f in profile.ready) if measured else ()
     timing = MEASURED if measured else AFTER_BACKWARD
     what = f"{len(profile.gradient_bytes)} gradients" + (" timed by hooks" if measured else "")
+    mean = sum(result.step_times) / len(result.step_times) if result.step_times else 0.0
+    ratios = tuple(t / mean for t in result.step_times) if mean > 0 else ()
+    if len(ratios) > 1:
+        what += f", {len(ratios)} steps within {min(ratios) - 1:+.0%}/{max(ratios) - 1:+.0%}"
     return Workload(
         model=result.model,
         batch=result.batch,
@@ -92,6 +111,7 @@ def from_result(result: ModelResult, server: str) -> Workload:
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
         f"batch {result.batch}, {milliseconds(step_s)} a step, {what}",
         overhead_s=profile.overhead * step_s,
+        step_ratios=ratios,
     )
 
 

@@ -159,6 +159,20 @@ def test_ddp_packs_gradients_in_ready_order_with_a_small_first_bucket():
     assert buckets(work) == [(MB // 2 + MB, 0.2), (5 * MB, 0.4), (MB, 0.5)]
 
 
+def test_each_step_goes_at_the_slowest_ranks_pace():
+    # One GPU's steps: 0.9 and 1.1 of their mean. The slower of two draws is 1.1 unless both
+    # are 0.9 (one chance in four): 1.05; of three, 1.1 unless all are 0.9: 1.075.
+    work = replace(step([(1, 0.5)]), step_ratios=(0.9, 1.1))
+    assert work.slowest(1) == 1.0
+    assert work.slowest(2) == pytest.approx(1.05)
+    assert work.slowest(3) == pytest.approx(1.075)
+    assert replace(work, step_ratios=()).slowest(8) == 1.0  # nothing measured: no spread
+    # A link that costs nothing: two GPUs' step is the slower rank's.
+    free = Fabric(curve(INTRA, busbw=1e30), None)
+    assert predict(work, Layout(1, 2), free).step_s == pytest.approx(1.05)
+    assert predict(work, Layout(1, 1), free).step_s == 1.0  # one GPU: the run itself
+
+
 def test_one_gpu_is_the_profile_itself_and_a_missing_link_is_said():
     work = step([(10 * MB, 0.5)])
     assert predict(work, Layout(1, 1), Fabric(None, None)).step_s == 1.0
