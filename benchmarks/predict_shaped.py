@@ -6,7 +6,7 @@ hosts compute as separate machines would on a 2-core box. For each link rate, it
 all-reduce curves across 2 hosts and across 4 (per framework), then for each workload,
 interleaved and repeated, for 2 hosts and then 4: the one-host profile (`dltui bench models
 --gpus 1`) and real training across the hosts (`--scale-out`). The profile is taken on each of
-those hosts at once, each training alone, and the median host's is used: every host then
+those hosts at once, each training alone, and the one nearest their mean is used: every host then
 computes beside as many others on this box as it will in the run across them (four hosts'
 quotas fill 1.6 of a 2-core machine's CPUs). Each multi-host run is predicted by `dltui
 predict` fed only with that profile and the curves of the same links (each layout takes the
@@ -114,9 +114,11 @@ class Runner:
         return out
 
     def profile(self, workload: Workload, hosts: int) -> Path:
-        """One-host runs on hosts 1 to `hosts` at once, each alone on its host; the median
-        host's (the slower of two). They start within a second or so of each other: three
-        more warm-up steps let every one be computing while any is timed."""
+        """One-host runs on hosts 1 to `hosts` at once, each alone on its host; the one
+        nearest their mean rate (the slowest-rank term of the prediction is the step-to-step
+        spread; hosts alike but for noise should not add theirs). They start within a second
+        or so of each other: three more warm-up steps let every one be computing while any is
+        timed."""
         outs = {host: self._out(f"{workload.framework}-{workload.model}-alone-{host}-of-{hosts}")
                 for host in range(1, hosts + 1)}  # fmt: skip
 
@@ -127,8 +129,9 @@ class Runner:
 
         with ThreadPoolExecutor(hosts) as pool:
             list(pool.map(alone, outs))
-        by_rate = sorted(outs.values(), key=measured_rate)
-        return by_rate[(len(by_rate) - 1) // 2]
+        rates = {out: measured_rate(out) for out in outs.values()}
+        mean = statistics.fmean(rates.values())
+        return min(rates, key=lambda out: abs(rates[out] - mean))
 
     def train(self, workload: Workload, hosts: int) -> Path:
         out = self._out(f"{workload.framework}-{workload.model}-{hosts}hosts")
