@@ -42,10 +42,6 @@ class LinkCurve:
     """Compute time a rank loses to an all-reduce running beside it, per call and per byte it
     moves (measured on CPU processes, which share their CPUs with communication; 0 where not
     measured, as on GPUs)."""
-    slowed_alpha_s: float = 0.0
-    slowed_s_per_byte: float = 0.0
-    """What an all-reduce takes beyond its own time while every rank computes beside it, per
-    call and per byte it moves (the other side of the same sharing; 0 where not measured)."""
 
     def ring(self, ranks: int, nbytes: float) -> float:
         """An all-reduce of `nbytes` over `ranks` ranks on this link."""
@@ -64,12 +60,6 @@ class LinkCurve:
             return 0.0
         return self.lost_alpha_s + self.lost_s_per_byte * 2 * (ranks - 1) / ranks * nbytes
 
-    def ring_slowed(self, ranks: int, nbytes: float) -> float:
-        """What a ring all-reduce of `nbytes` takes beyond its own time beside compute."""
-        if ranks <= 1:
-            return 0.0
-        return self.slowed_alpha_s + self.slowed_s_per_byte * 2 * (ranks - 1) / ranks * nbytes
-
     def with_busbw(self, busbw: float) -> LinkCurve:
         return replace(self, busbw=busbw, error=None, points=0)
 
@@ -85,11 +75,9 @@ def fit(
     points: Sequence[tuple[float, float]],
     source: str,
     lost_points: Sequence[tuple[float, float]] = (),
-    slowed_points: Sequence[tuple[float, float]] = (),
 ) -> LinkCurve:
     """The curve through measured (bytes, seconds) all-reduces over `ranks` ranks, and the
-    lines through (bytes, compute seconds lost beside one) and (bytes, seconds one took
-    beyond its own beside compute) where measured.
+    line through (bytes, compute seconds lost beside one) where measured.
 
     t = a + b·bytes by least squares on relative error weighted by time (weights 1/t); then
     α = a / 2(n−1) and B = 2(n−1)/n ÷ b. Needs two sizes at least; a negative intercept
@@ -111,14 +99,12 @@ def fit(
     steps = 2 * (ranks - 1)
     curve = LinkCurve(level, a / steps, steps / ranks / b, source, None, len(points))
     worst = max(abs(curve.ring(ranks, x) - t) / t for x, t in points)
-    lost_alpha, lost_per_byte = _beside_line(ranks, lost_points)
-    slowed_alpha, slowed_per_byte = _beside_line(ranks, slowed_points)
-    return replace(curve, error=worst, lost_alpha_s=lost_alpha, lost_s_per_byte=lost_per_byte,
-                   slowed_alpha_s=slowed_alpha, slowed_s_per_byte=slowed_per_byte)  # fmt: skip
+    lost_alpha, lost_per_byte = _lost_line(ranks, lost_points)
+    return replace(curve, error=worst, lost_alpha_s=lost_alpha, lost_s_per_byte=lost_per_byte)
 
 
-def _beside_line(ranks: int, points: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Seconds per call (lost, or slowed) against the bytes a rank moves, 2(n−1)/n of the
+def _lost_line(ranks: int, points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Compute seconds lost per call against the bytes a rank moves, 2(n−1)/n of the
     message: an ordinary least-squares line, held at or above zero."""
     if len({x for x, _ in points}) < 2:
         return 0.0, 0.0

@@ -39,7 +39,6 @@ def gather(
     problems: list[str] = []
     groups: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
     lost: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
-    slowed: dict[tuple[str, str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
     for server, result in kernels:
         if result.kind != "allreduce" or result.error or result.median_s <= 0:
             continue
@@ -58,8 +57,6 @@ def gather(
         groups[key].append((floats * 4.0, result.median_s))
         if result.compute_lost_s is not None:
             lost[key].append((floats * 4.0, result.compute_lost_s))
-        if result.slowed_beside_s is not None:
-            slowed[key].append((floats * 4.0, result.slowed_beside_s))
     curves: dict[tuple[str, str], LinkCurve] = {}
     across: dict[str, dict[int, LinkCurve]] = defaultdict(dict)
     for key, points in sorted(groups.items(), key=lambda item: item[0][3]):
@@ -69,10 +66,9 @@ def gather(
         where = f"{servers} servers" if servers > 1 else f"{ranks} {unit} of {server}"
         source = f"measured: {name} all-reduce, {where}, {len(points)} sizes"
         if lost[key]:
-            source += f" (compute lost beside it: {len(lost[key])} sizes"
-            source += f"; slowed beside compute: {len(slowed[key])} sizes)" if slowed[key] else ")"
+            source += f" (compute lost beside it: {len(lost[key])} sizes)"
         try:
-            curve = links.fit(level, ranks, points, source, lost[key], slowed[key])
+            curve = links.fit(level, ranks, points, source, lost[key])
         except ValueError as exc:
             problems.append(f"{server}: {exc}")
             continue

@@ -109,28 +109,6 @@ def compute_lost_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
     return inside + across
 
 
-def slowed_s(nbytes: float, layout: Layout, fabric: Fabric) -> float:
-    """What that all-reduce takes beyond its own time while compute runs beside it (0 where
-    the curves say nothing)."""
-    servers, gpus = layout.servers, layout.gpus
-    intra, inter = fabric.intra, fabric.across(servers)
-    inside = intra.ring_slowed(gpus, nbytes) if intra is not None else 0.0
-    across = inter.ring_slowed(servers, nbytes) if inter is not None else 0.0
-    return inside + across
-
-
-def beside_compute_s(alone_s: float, slowed_s: float, compute_left_s: float) -> float:
-    """An all-reduce's time when compute runs beside it for `compute_left_s` more: at the
-    pace it keeps beside compute (`alone_s + slowed_s` for the whole) while compute runs,
-    at its own once it stops."""
-    beside_s = alone_s + slowed_s
-    if compute_left_s <= 0 or slowed_s <= 0:
-        return alone_s
-    if compute_left_s >= beside_s:
-        return beside_s
-    return compute_left_s + (1 - compute_left_s / beside_s) * alone_s
-
-
 class MissingLink(ValueError):
     """A layout needs a link level that was neither measured nor described."""
 
@@ -159,8 +137,7 @@ def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, fl
 
     An all-reduce that runs while backward does takes from backward the compute its curve says
     is lost beside it (CPU processes share their CPUs with communication), for the part of it
-    backward is still running: backward, and every bucket it has yet to make, ends later; and
-    backward takes from it, which its curve says as the time it takes beyond its own."""
+    backward is still running: backward, and every bucket it has yet to make, ends later."""
     if layout.total == 1:
         return workload.step_s, 0.0
     workload = workload.at_speed(
@@ -169,9 +146,8 @@ def _step(workload: Workload, layout: Layout, fabric: Fabric) -> tuple[float, fl
     done, total, late = 0.0, 0.0, 0.0
     for nbytes, ready in buckets(workload):
         start = max(ready + late, done)
+        took = allreduce_s(nbytes, layout, fabric)
         beside = workload.backward_end_s + late - start
-        alone = allreduce_s(nbytes, layout, fabric)
-        took = beside_compute_s(alone, slowed_s(nbytes, layout, fabric), beside)
         if beside > 0 and took > 0:
             late += compute_lost_s(nbytes, layout, fabric) * min(1.0, beside / took)
         done = start + took

@@ -176,9 +176,6 @@ class KernelResult:
     compute_lost_s: float | None = None
     """Seconds a rank's compute lost per call of the collective running beside it, the slowest
     rank's (an all-reduce on CPU processes: what communication takes from backward there)."""
-    slowed_beside_s: float | None = None
-    """Seconds one call of the collective takes beyond its median while every rank computes
-    beside it (measured with compute_lost_s: what backward takes from communication)."""
     backend: str | None = None
     """The implementation that won a search among several and was timed: an attention case's
     scaled_dot_product_attention backend ("flash", "cudnn", "efficient", "math")."""

@@ -13,7 +13,6 @@ from dltui.predict.model import (
     Fabric,
     Layout,
     allreduce_s,
-    beside_compute_s,
     network_for,
     parse_layout,
     predict,
@@ -125,29 +124,6 @@ def test_compute_lost_beside_an_all_reduce_delays_backward_for_the_part_it_overl
     # One GPU loses nothing; nor does a link whose loss was not measured.
     assert predict(work, Layout(1, 1), Fabric(None, lossy)).step_s == 1.0
     assert lossy.ring_lost(1, 100 * MB) == 0.0
-
-
-def test_an_all_reduce_beside_backward_goes_at_its_slowed_pace_until_backward_ends():
-    # Alone 0.1 s; beside compute 0.3 s for the whole (0.2 s more).
-    assert beside_compute_s(0.1, 0.2, 0.0) == 0.1  # nothing beside it
-    assert beside_compute_s(0.1, 0.2, 0.5) == pytest.approx(0.3)  # compute throughout
-    # Compute for 0.15 s: half of it done at the slowed pace, the other half at its own.
-    assert beside_compute_s(0.1, 0.2, 0.15) == pytest.approx(0.15 + 0.05)
-    # In a step: backward ends at 0.8 s; a 100 MB bucket ready at 0.65 s (0.1 s alone over
-    # 2 servers at 1 GB/s) is that case, so it ends at 0.85 s, and the optimizer follows.
-    slowed = replace(curve(INTER, busbw=1 * GB), slowed_alpha_s=0.2)
-    work = step([(100 * MB, 0.65)], bucket=100 * MB)
-    assert predict(work, Layout(2, 1), Fabric(None, slowed)).step_s == pytest.approx(0.85 + 0.2)
-    # Measured as a line in the bytes moved, as the loss is.
-    truth = curve(INTER, busbw=1 * GB)
-    sizes = (4e3, 1e6, 16e6)
-    points = [(size, truth.ring(2, size)) for size in sizes]
-    fitted = links.fit(
-        INTER, 2, points, "exact", slowed_points=[(x, 0.01 + 1e-9 * x) for x in sizes]
-    )
-    assert (fitted.slowed_alpha_s, fitted.slowed_s_per_byte) == pytest.approx((0.01, 1e-9))
-    assert fitted.ring_slowed(2, 1e6) == pytest.approx(0.011)
-    assert fitted.ring_lost(2, 1e6) == 0.0  # the loss, not measured here, stays apart
 
 
 def test_a_fit_draws_the_lost_compute_as_a_line_in_the_bytes_moved():

@@ -321,16 +321,13 @@ def allreduce_rank(
             else:
                 times = wall_times(step, count)
             times = slowest(times)
-            measured = None
+            lost_s = None
             if not on_gpu and prepared.start is not None:
-                measured = beside.measure(torch, prepared.start, median(times), slowest,
-                                          job.max_seconds)  # fmt: skip
+                lost_s = beside.measure(torch, prepared.start, median(times), slowest,
+                                        job.max_seconds)  # fmt: skip
             if rank == 0:
                 case = AllReduceCase(floats)
                 result = allreduce_result(job, op, case, job.device, world, times)
-                if measured is not None:
-                    result = replace(result, compute_lost_s=measured.lost_s,
-                                     slowed_beside_s=measured.slowed_s)  # fmt: skip
-                on_result(result)
+                on_result(replace(result, compute_lost_s=lost_s))
     finally:
         dist.destroy_process_group()

@@ -6,9 +6,7 @@ that costs backward is not the collective's own CPU time: the kernel's network s
 wake-ups and a quota spent early all land on the compute. So it is measured as training meets
 it: a fixed piece of compute (matrix products on the rank's own threads, as a convolution's
 are), timed alone and then with the collective started just before it; the difference is
-what one call of the collective costs the compute beside it. The same pairs time the other
-side: how much longer the collective takes while every rank computes beside it (its curve is
-measured with the ranks idle; in training, buckets are all-reduced while backward runs).
+what one call of the collective costs the compute beside it.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from dltui.plans.formulas import median
 
@@ -36,27 +34,18 @@ SIDE = 192
 """The matrices' side: a product of a few milliseconds on one CPU."""
 
 
-class Beside(NamedTuple):
-    lost_s: float
-    """Compute seconds lost per call of the collective running beside it, on the rank that
-    lost most (a step is as slow as its slowest rank), at least 0."""
-    slowed_s: float
-    """Seconds the collective takes beyond its time alone while every rank computes beside
-    it, at least 0."""
-
-
 def measure(
     torch: Any,
     start: Callable[[], Any],
     collective_s: float,
     agree: Callable[[list[float]], list[float]],
     budget_s: float,
-) -> Beside | None:
-    """The collective and compute beside each other; None for a collective too long to
-    measure so. `start()` launches one call of the collective and returns what `.wait()`s
-    for it (and says `.is_completed()`); `collective_s` is its time alone; `agree` takes
-    each value's maximum over the ranks (a collective itself: it also lines the ranks up
-    before each timing).
+) -> float | None:
+    """Compute seconds lost per call of the collective running beside it, on the rank that
+    lost most (a step is as slow as its slowest rank), at least 0; None for a collective too
+    long to measure so. `start()` launches one call of the collective and returns what
+    `.wait()`s for it; `collective_s` is its time alone; `agree` takes each value's maximum
+    over the ranks (a collective itself: it also lines the ranks up before each timing).
     Pairs are taken until `budget_s` or PROBE_S is spent, whichever is longer (one at
     least, PAIRS at most), the ranks agreeing on when, or their collectives would no longer
     match."""
@@ -66,36 +55,26 @@ def measure(
     a = torch.rand(SIDE, SIDE)
     b = torch.rand(SIDE, SIDE)
 
-    def compute(products: int, beside: Any = None) -> tuple[float, float | None]:
-        """The compute's time, and when the collective beside it was first seen done
-        (between two products, so half a product late on average)."""
+    def compute(products: int) -> float:
         began = time.perf_counter()
-        done = None
         for _ in range(products):
             torch.mm(a, b)
-            if done is None and beside is not None and beside.is_completed():
-                done = time.perf_counter() - began
-        return time.perf_counter() - began, done
+        return time.perf_counter() - began
 
     compute(2)  # warm the library's kernels
-    one = median([compute(1)[0] for _ in range(5)])
+    one = median([compute(1) for _ in range(5)])
     # The same length on every rank: each then waits for the others about as long.
     products = int(agree([float(math.ceil(wanted / max(one, 1e-6)))])[0])
     lost: list[float] = []
-    slowed: list[float] = []
     began = time.perf_counter()
     while len(lost) < PAIRS:
         if lost and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
             break
         agree([0.0])
-        alone, _ = compute(products)
+        alone = compute(products)
         agree([0.0])
         handle = start()
-        started = time.perf_counter()
-        beside, done = compute(products, handle)
+        beside = compute(products)
         handle.wait()
-        took = time.perf_counter() - started if done is None else done - one / 2
         lost.append(beside - alone)
-        slowed.append(took - collective_s)
-    lost_s, slowed_s = agree([median(lost), median(slowed)])
-    return Beside(max(lost_s, 0.0), max(slowed_s, 0.0))
+    return max(agree([median(lost)])[0], 0.0)
