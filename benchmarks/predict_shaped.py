@@ -6,9 +6,10 @@ hosts compute as separate machines would on a 2-core box. For each link rate, it
 all-reduce curves across 2 hosts and across 4 (per framework), then for each workload,
 interleaved and repeated, for 2 hosts and then 4: the one-host profile (`dltui bench models
 --gpus 1`) and real training across the hosts (`--scale-out`). The profile is taken on each of
-those hosts at once, each training alone, and the one nearest their mean is used: every host then
-computes beside as many others on this box as it will in the run across them (four hosts'
-quotas fill 1.6 of a 2-core machine's CPUs). Each multi-host run is predicted by `dltui
+those hosts at once, each training alone, and the one nearest their mean is used: every host
+then computes beside as many others on this box as it will in the run across them (four
+hosts' quotas fill 1.6 of a 2-core machine's CPUs; four computing at once ran GoogLeNet 15%
+slower each than two did). Each multi-host run is predicted by `dltui
 predict` fed only with that profile and the curves of the same links (each layout takes the
 curve measured across the most hosts up to its own); the medians over the repeats are compared.
 
