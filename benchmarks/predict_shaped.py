@@ -9,9 +9,9 @@ interleaved and repeated, for 2 hosts and then 4: the one-host profile (`dltui b
 those hosts at once, each training alone, and the one nearest their mean is used: every host
 then computes beside as many others on this box as it will in the run across them (four
 hosts' quotas fill 1.6 of a 2-core machine's CPUs; four computing at once ran GoogLeNet 15%
-slower each than two did). Each multi-host run is predicted by `dltui
-predict` fed only with that profile and the curves of the same links (each layout takes the
-curve measured across the most hosts up to its own); the medians over the repeats are compared.
+slower each than two did). Each multi-host run is predicted by `dltui predict` fed only with
+that profile and the curves of the same links (each layout takes the curve measured across the
+most hosts up to its own); the medians over the repeats are compared.
 
     sudo python benchmarks/predict_shaped.py [--rates 1gbit,300mbit,100mbit] [--hosts 2,4]
         [--repeats 3] [--frameworks torch,tensorflow] [--quota 0.4]
