@@ -298,6 +298,7 @@ def allreduce_rank(
     def event() -> Any:
         return torch.cuda.Event(enable_timing=True)
 
+    probe: beside.Probe | None = None
     try:
         for op, floats in zip(job.ops, job.floats, strict=True):
             if slowest([float(should_stop())])[0]:
@@ -323,8 +324,8 @@ def allreduce_rank(
             times = slowest(times)
             lost_s = None
             if not on_gpu and prepared.start is not None:
-                lost_s = beside.measure(torch, prepared.start, median(times), slowest,
-                                        job.max_seconds)  # fmt: skip
+                probe = probe or beside.Probe(torch)
+                lost_s = probe.lost(prepared.start, median(times), slowest, job.max_seconds)
             if rank == 0:
                 case = AllReduceCase(floats)
                 result = allreduce_result(job, op, case, job.device, world, times)

@@ -32,49 +32,66 @@ MAX_PAIR_S = 30.0
 worker's watchdog (a collective on a slow link, a collective starved by the compute)."""
 SIDE = 192
 """The matrices' side: a product of a few milliseconds on one CPU."""
+RATE_SPAN_S = 0.1
+"""The products are counted over this long to size the compute: a product is shorter than a
+CPU quota's period (10 ms on a test host), so one timed alone runs at the CPU's full speed,
+and the compute sized from it ran 2.5 times longer than meant under a 0.4-CPU quota."""
 
 
-def measure(
-    torch: Any,
-    start: Callable[[], Any],
-    collective_s: float,
-    agree: Callable[[list[float]], list[float]],
-    budget_s: float,
-) -> float | None:
-    """Compute seconds lost per call of the collective running beside it, on the rank that
-    lost most (a step is as slow as its slowest rank), at least 0; None for a collective too
-    long to measure so. `start()` launches one call of the collective and returns what
-    `.wait()`s for it; `collective_s` is its time alone; `agree` takes each value's maximum
-    over the ranks (a collective itself: it also lines the ranks up before each timing).
-    Pairs are taken until `budget_s` or PROBE_S is spent, whichever is longer (one at
-    least, PAIRS at most), the ranks agreeing on when, or their collectives would no longer
-    match."""
-    wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
-    if 2 * wanted > MAX_PAIR_S:
-        return None
-    a = torch.rand(SIDE, SIDE)
-    b = torch.rand(SIDE, SIDE)
+class Probe:
+    """One rank's fixed piece of compute, and its pace, measured once for all sizes."""
 
-    def compute(products: int) -> float:
+    def __init__(self, torch: Any) -> None:
+        self._mm = torch.mm
+        self._a, self._b = torch.rand(SIDE, SIDE), torch.rand(SIDE, SIDE)
+        self.compute(2)  # warm the library's kernels
+        self.product_s = seconds_per_product(self.compute)
+
+    def compute(self, products: int) -> float:
         began = time.perf_counter()
         for _ in range(products):
-            torch.mm(a, b)
+            self._mm(self._a, self._b)
         return time.perf_counter() - began
 
-    compute(2)  # warm the library's kernels
-    one = median([compute(1) for _ in range(5)])
-    # The same length on every rank: each then waits for the others about as long.
-    products = int(agree([float(math.ceil(wanted / max(one, 1e-6)))])[0])
-    lost: list[float] = []
-    began = time.perf_counter()
-    while len(lost) < PAIRS:
-        if lost and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
-            break
-        agree([0.0])
-        alone = compute(products)
-        agree([0.0])
-        handle = start()
-        beside = compute(products)
-        handle.wait()
-        lost.append(beside - alone)
-    return max(agree([median(lost)])[0], 0.0)
+    def lost(
+        self,
+        start: Callable[[], Any],
+        collective_s: float,
+        agree: Callable[[list[float]], list[float]],
+        budget_s: float,
+    ) -> float | None:
+        """Compute seconds lost per call of the collective running beside it, on the rank
+        that lost most (a step is as slow as its slowest rank), at least 0; None for a
+        collective too long to measure so. `start()` launches one call of the collective and
+        returns what `.wait()`s for it; `collective_s` is its time alone; `agree` takes each
+        value's maximum over the ranks (a collective itself: it also lines the ranks up
+        before each timing). Pairs are taken until `budget_s` or PROBE_S is spent,
+        whichever is longer (one at least, PAIRS at most), the ranks agreeing on when, or
+        their collectives would no longer match."""
+        wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
+        if 2 * wanted > MAX_PAIR_S:
+            return None
+        # The same length on every rank: each then waits for the others about as long.
+        products = int(agree([float(math.ceil(wanted / max(self.product_s, 1e-6)))])[0])
+        lost: list[float] = []
+        began = time.perf_counter()
+        while len(lost) < PAIRS:
+            if lost and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
+                break
+            agree([0.0])
+            alone = self.compute(products)
+            agree([0.0])
+            handle = start()
+            beside = self.compute(products)
+            handle.wait()
+            lost.append(beside - alone)
+        return max(agree([median(lost)])[0], 0.0)
+
+
+def seconds_per_product(compute: Callable[[int], float]) -> float:
+    """A product's seconds as a long run of them goes: products timed in growing runs until
+    one run spans RATE_SPAN_S, over which a quota's throttling averages out."""
+    products = 1
+    while (took := compute(products)) < RATE_SPAN_S:
+        products *= 2
+    return took / products
