@@ -5,11 +5,17 @@ This machine's speed drifts by a third within hours, so one run says little: wit
 the same suite of another commit (a git worktree) runs in the same session, alternating with
 this tree's, and the figures are medians and their ratio.
 
+The CPU of the suite's processes misses what they do not reap: agents started in their own
+sessions (the network-namespace hosts' among them). The machine's busy time (/proc/stat) has
+it all, and says whether the cores were the limit: a suite that keeps them busy cannot take
+less wall time than its busy core-seconds over the cores.
+
     python benchmarks/suite_cost.py [--base REV] [--rounds 2] [--workers N] [--top 15]
 
 Loaded by pytest as a plugin (`-p suite_cost`, with benchmarks/ on PYTHONPATH), this module
 writes each worker's tests with their CPU and wall seconds; a module-scoped fixture's agent is
-charged to the test after which it is reaped.
+charged to the test after which it is reaped. With `--workers 1` a test's cost is the
+machine's busy time while it ran, which counts every process it started, reaped or not.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_ENV = "DLTUI_SUITE_COST_DIR"
+MACHINE_ENV = "DLTUI_SUITE_COST_MACHINE"
+"""Set: a test's cost is the machine's busy time while it ran (one worker only)."""
 
 
 # --- the plugin, in each pytest worker ---------------------------------------------------------
@@ -39,9 +48,19 @@ _rows: list[tuple[str, float, float]] = []
 
 
 def _cpu() -> float:
+    if os.environ.get(MACHINE_ENV):
+        return machine_busy()
     mine = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     return mine.ru_utime + mine.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def machine_busy() -> float:
+    """Core-seconds this machine has spent not idle since boot (user, nice, system, irq and
+    softirq: /proc/stat's first line)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -61,25 +80,41 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 # --- the benchmark -------------------------------------------------------------------------------
 
 
-def run_suite(tree: Path, workers: int) -> tuple[float, float, str, list[list[Any]]]:
-    """One pytest run in `tree`: wall s, CPU s, its summary line, and its tests' rows."""
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    cpu: float
+    """The suite's processes and those they reaped."""
+    busy: float
+    """The machine's busy core-seconds meanwhile."""
+    summary: str
+    rows: list[list[Any]]
+
+
+def run_suite(tree: Path, workers: int) -> Run:
+    """One pytest run in `tree`, as `make test` runs it (with -n 1: no xdist at all)."""
     with tempfile.TemporaryDirectory() as out:
         env = os.environ | {
             OUT_ENV: out,
             "PYTHONPATH": f"{tree}{os.pathsep}{ROOT / 'benchmarks'}",
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as `make test` runs it
-        command = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "--dist", "load",
-                   "-p", "no:cacheprovider", "-p", "suite_cost"]  # fmt: skip
-        before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        parallel = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
+        if not parallel:
+            env[MACHINE_ENV] = "1"
+        command = [sys.executable, "-m", "pytest", "-q", *parallel, "-p", "no:cacheprovider",
+                   "-p", "suite_cost"]  # fmt: skip
+        before, busy_before = resource.getrusage(resource.RUSAGE_CHILDREN), machine_busy()
+        began = time.monotonic()
         done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
         wall, after = time.monotonic() - began, resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy = machine_busy() - busy_before
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
         if done.returncode != 0:
             raise SystemExit(f"pytest failed in {tree}: {summary}\n{done.stdout[-3000:]}")
         rows = [row for part in Path(out).glob("*.json") for row in json.loads(part.read_text())]
-    return wall, cpu, summary, rows
+    return Run(wall, cpu, busy, summary, rows)
 
 
 def compile_tree(tree: Path) -> None:
@@ -106,16 +141,15 @@ def main() -> None:
     try:
         for tree in trees.values():
             compile_tree(tree)
-        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
-        rows: list[list[Any]] = []
+        figures: dict[str, list[Run]] = {name: [] for name in trees}
+        cores = os.cpu_count() or 1
         for round_ in range(1, args.rounds + 1):
             for name, tree in trees.items():
-                wall, cpu, summary, rows_here = run_suite(tree, args.workers)
-                figures[name].append((wall, cpu))
-                if tree == ROOT:
-                    rows = rows_here
-                print(f"round {round_}  {name:<18} wall {wall:6.1f} s  CPU {cpu:6.1f} s  "
-                      f"({summary})", flush=True)  # fmt: skip
+                run = run_suite(tree, args.workers)
+                figures[name].append(run)
+                print(f"round {round_}  {name:<18} wall {run.wall:6.1f} s  CPU {run.cpu:6.1f} s  "
+                      f"machine busy {run.busy:6.1f} s ({run.busy / (cores * run.wall):.0%} of "
+                      f"{cores} cores)  ({run.summary})", flush=True)  # fmt: skip
     finally:
         if args.base:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
@@ -123,19 +157,23 @@ def main() -> None:
         scratch.cleanup()
 
     medians = {
-        name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+        name: tuple(statistics.median(getattr(run, what) for run in runs)
+                    for what in ("wall", "cpu", "busy"))
         for name, runs in figures.items()
-    }
-    print(f"\nmedians of {args.rounds} rounds, {args.workers} workers on {os.cpu_count()} cores")
-    for name, (wall, cpu) in medians.items():
-        print(f"  {name:<18} wall {wall:6.1f} s  CPU {cpu:6.1f} s")
+    }  # fmt: skip
+    print(f"\nmedians of {args.rounds} rounds, {args.workers} workers on {cores} cores")
+    for name, (wall, cpu, busy) in medians.items():
+        print(f"  {name:<18} wall {wall:6.1f} s  CPU {cpu:6.1f} s  machine busy {busy:6.1f} s")
     if args.base:
-        (base_wall, base_cpu), (wall, cpu) = medians.values()
-        print(f"  this tree / base   wall {wall / base_wall:.3f}  CPU {cpu / base_cpu:.3f}")
+        (base_wall, base_cpu, base_busy), (wall, cpu, busy) = medians.values()
+        print(f"  this tree / base   wall {wall / base_wall:.3f}  CPU {cpu / base_cpu:.3f}  "
+              f"machine busy {busy / base_busy:.3f}")  # fmt: skip
+    rows = figures["this tree"][-1].rows
     total = sum(cpu for _, cpu, _ in rows)
-    print(f"\nthis tree's last round: {total:.0f} CPU s in tests; the {args.top} costliest")
+    measure = "machine busy" if args.workers == 1 else "CPU"
+    print(f"\nthis tree's last round: {total:.0f} {measure} s in tests; the {args.top} costliest")
     for nodeid, cpu, wall in sorted(rows, key=lambda row: -row[1])[: args.top]:
-        print(f"  {cpu:6.1f} CPU s  {wall:6.1f} s wall  {nodeid}")
+        print(f"  {cpu:6.1f} {measure} s  {wall:6.1f} s wall  {nodeid}")
 
 
 if __name__ == "__main__":
