@@ -21,7 +21,9 @@ from tests.fakes.nvml import FakeGpu, FakeNvml
 class Hang(threading.Event):
     """Set it to let the hung calls return; `entered` counts the calls that began hanging."""
 
-    entered = 0
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = 0
 
 
 def hang(nvml: FakeNvml, name: str, gpu: FakeGpu) -> Hang:
