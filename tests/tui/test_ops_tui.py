@@ -49,8 +49,12 @@ async def test_a_busy_and_sick_server_says_so_under_its_header_and_in_detail() -
             app.fleet.apply("gpubox:7070", message)
         app.fleet.apply("gpubox:7070", busy_sample(now))
         app.fleet.apply("gpubox:7070", replace(LINK, wall=now + 3))
-        text = await wait_for_text(pilot, "busy: user alice")
-        assert re.search(r"busy: user alice \(job\s+41233\) on GPU 0, 1", text.replace("\n", " "))
+        # The header's flag says "busy: user alice" a frame before the note's line says on
+        # which GPUs at times: wait for the whole line (as wrapped).
+        busy_line = r"busy: user alice \(job\s+41233\) on GPU 0, 1"
+        await wait_until(
+            pilot, lambda: re.search(busy_line, screen_text(app).replace("\n", " ")) is not None
+        )
         failed = Event(9, "remap_failed", "critical", "a row remapping failed", now + 3.2, gpu=1)
         app.fleet.apply("gpubox:7070", failed)  # a critical condition outranks the busy line
         text = await wait_for_text(pilot, "⚠ GPU 1: a row remapping failed")
