@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 
 import psutil
@@ -15,7 +17,7 @@ from dltui.bench.kernels.allreduce import run_allreduce
 from dltui.bench.shapes import AllReduceCase
 from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.bench_results import KernelResult
-from tests.conftest import require
+from tests.conftest import ROOT, require
 
 CASES = [AllReduceCase(1000), AllReduceCase(100_000)]
 
@@ -126,6 +128,32 @@ def test_stop_ends_the_run_between_sizes():
     assert 1 <= len(results) < 4
     assert all(result.error is None for result in results)
     assert descendants() - before == set()
+
+
+LAY_OUT_ON_CPU = """
+import sys
+from dltui.bench.kernels.allreduce import run_allreduce
+from dltui.bench.shapes import AllReduceCase
+from dltui.protocol.bench_plans import KernelPlan
+
+plan = KernelPlan(framework="torch", kinds=["allreduce"], device="cpu", gpus=4096)
+results = []
+run_allreduce(plan, [AllReduceCase(1000)], results.append, print, lambda: False)
+print(results[0].error)
+print("torch imported" if "torch" in sys.modules else "torch not imported")
+"""
+
+
+def test_a_cpu_plan_is_laid_out_without_importing_torch():
+    """The worker lays out CPU ranks without torch: each rank imports it anyway, and the
+    worker's own import (~1.2 s of CPU; 3 s under a test host's 0.4-CPU quota) would hold up
+    the first rank's start."""
+    require("torch")
+    done = subprocess.run([sys.executable, "-c", LAY_OUT_ON_CPU], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60, check=True)  # fmt: skip
+    error, imported = done.stdout.splitlines()
+    assert error.startswith("the plan asks for 4096 CPU processes")
+    assert imported == "torch not imported"
 
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="this host has a GPU")
