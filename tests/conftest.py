@@ -45,6 +45,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("timeout") is None)
 
 
+IN_TENSORFLOW = pytest.mark.xdist_group("tensorflow")
+"""The tests that import TensorFlow into this process run on one worker (`make test` hands
+tests out with --dist loadgroup): each worker that imports it pays ~5 s of CPU and ~500 MB."""
+
+
 def require(*packages: str) -> None:
     """Skip (the test, or the module where called at its top) unless these packages are
     installed, without importing them: `pytest.importorskip("tensorflow")` costs the worker ~6 s

@@ -18,7 +18,7 @@ from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans import gpt
 from dltui.protocol.bench_plans import ModelPlan
 from dltui.protocol.bench_results import ModelResult
-from tests.conftest import SLOW, require
+from tests.conftest import IN_TENSORFLOW, SLOW, require
 
 pytestmark = SLOW
 
@@ -137,6 +137,7 @@ def test_the_keras_gpt_learns_the_copy_task_too():
     assert result.tokens_per_s == pytest.approx(tokens / sum(result.step_times), rel=1e-3)
 
 
+@IN_TENSORFLOW
 def test_the_keras_gpt_has_the_torch_models_parameters():
     require("tensorflow")
     from dltui.bench.models import keras_gpt

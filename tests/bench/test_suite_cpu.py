@@ -16,12 +16,9 @@ from dltui.bench.shapes import cases
 from dltui.bench.suite import run_plan
 from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.bench_results import KernelResult
-from tests.conftest import require
+from tests.conftest import IN_TENSORFLOW, require
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-IN_TENSORFLOW = pytest.mark.xdist_group("tensorflow")
-"""The tests that import TensorFlow into this process run on one worker (`make test` hands
-tests out with --dist loadgroup): each worker that imports it pays ~5 s of CPU and ~500 MB."""
 FAST = {"shape_set": "tiny", "iterations": 5, "max_seconds": 0.02, "device": "cpu"}
 PASSES = {"gemm": {"fwd"}, "conv": {"fwd", "bwd_data", "bwd_weights"}, "rnn": {"fwd", "fwd+bwd"}}
 
