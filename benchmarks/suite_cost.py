@@ -11,6 +11,11 @@ it all, and says whether the cores were the limit: a suite that keeps them busy 
 less wall time than its busy core-seconds over the cores.
 
     python benchmarks/suite_cost.py [--base REV] [--rounds 2] [--workers N] [--top 15]
+        [--by-process]
+
+`--by-process` adds what every Python process the suite started spent, by kind (a rank
+process of each framework, an agent, a pytest worker…): benchmarks/process_cost/ is put on
+their PYTHONPATH, and its sitecustomize counts each one.
 
 Loaded by pytest as a plugin (`-p suite_cost`, with benchmarks/ on PYTHONPATH), this module
 writes each worker's tests with their CPU and wall seconds; a module-scoped fixture's agent is
@@ -38,6 +43,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_ENV = "DLTUI_SUITE_COST_DIR"
+PROCESS_ENV = "DLTUI_PROCESS_COST"
+"""Where benchmarks/process_cost/sitecustomize.py writes each process's line."""
 MACHINE_ENV = "DLTUI_SUITE_COST_MACHINE"
 """Set: a test's cost is the machine's busy time while it ran (one worker only)."""
 
@@ -89,14 +96,49 @@ class Run:
     """The machine's busy core-seconds meanwhile."""
     summary: str
     rows: list[list[Any]]
+    processes: dict[str, tuple[int, int, float]]
+    """By kind of process: started, ended (counted), and the ended ones' CPU seconds."""
 
 
-def run_suite(tree: Path, workers: int) -> Run:
+def process_kind(tree: Path, argv: list[str], frameworks: list[str]) -> str:
+    """A process as its command line names it (the interpreter's arguments): `dltui agent`,
+    `dltui.bench.training.rank`, `-c` (the pytest workers among them), with the frameworks
+    it had loaded when it ended."""
+    words, skip = [], False
+    for word in argv:  # the interpreter's options (-u, -X importtime) name nothing
+        if not skip and (not word.startswith("-") or word in ("-m", "-c")):
+            words.append(word)
+        skip = word in ("-X", "-W")
+    name = words[0] if words else "?"
+    if name == "-m" and len(words) > 1:
+        name = words[1] + (f" {words[2]}" if words[1] == "dltui" and len(words) > 2 else "")
+    elif name.endswith(".py") and Path(name).resolve().is_relative_to(tree):
+        name = ".".join(Path(name).resolve().relative_to(tree).with_suffix("").parts)
+    return name + (f" ({', '.join(frameworks)})" if frameworks else "")
+
+
+def by_process(tree: Path, log: Path) -> dict[str, tuple[int, int, float]]:
+    last: dict[int, dict[str, Any]] = {}  # each process's end, or its start if it never ended
+    for line in log.read_text().splitlines() if log.exists() else []:
+        record = json.loads(line)
+        last[record["pid"]] = record
+    found: dict[str, tuple[int, int, float]] = {}
+    for record in last.values():
+        kind = process_kind(tree, record["argv"], record["frameworks"])
+        started, ended, cpu = found.get(kind, (0, 0, 0.0))
+        counted = record["ended"]
+        found[kind] = (started + 1, ended + counted, cpu + (record["cpu"] if counted else 0.0))
+    return found
+
+
+def run_suite(tree: Path, workers: int, count_processes: bool = False) -> Run:
     """One pytest run in `tree`, as `make test` runs it (with -n 1: no xdist at all)."""
     with tempfile.TemporaryDirectory() as out:
+        paths = [ROOT / "benchmarks" / "process_cost"] if count_processes else []
         env = os.environ | {
             OUT_ENV: out,
-            "PYTHONPATH": f"{tree}{os.pathsep}{ROOT / 'benchmarks'}",
+            PROCESS_ENV: str(Path(out, "processes.jsonl")),
+            "PYTHONPATH": os.pathsep.join(map(str, [*paths, tree, ROOT / "benchmarks"])),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as `make test` runs it
         parallel = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 else []
@@ -115,7 +157,8 @@ def run_suite(tree: Path, workers: int) -> Run:
             failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
             print(f"pytest failed in {tree}:", *failed, sep="\n  ", file=sys.stderr)
         rows = [row for part in Path(out).glob("*.json") for row in json.loads(part.read_text())]
-    return Run(wall, cpu, busy, summary, rows)
+        processes = by_process(tree, Path(env[PROCESS_ENV]))
+    return Run(wall, cpu, busy, summary, rows, processes)
 
 
 def compile_tree(tree: Path) -> None:
@@ -130,6 +173,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1))
     parser.add_argument("--top", type=int, default=15, help="the tests that spend the most CPU")
+    parser.add_argument("--by-process", action="store_true",
+                        help="also what each kind of Python process spent")  # fmt: skip
     args = parser.parse_args()
 
     trees = {"this tree": ROOT}
@@ -146,7 +191,7 @@ def main() -> None:
         cores = os.cpu_count() or 1
         for round_ in range(1, args.rounds + 1):
             for name, tree in trees.items():
-                run = run_suite(tree, args.workers)
+                run = run_suite(tree, args.workers, args.by_process)
                 figures[name].append(run)
                 print(f"round {round_}  {name:<18} wall {run.wall:6.1f} s  CPU {run.cpu:6.1f} s  "
                       f"machine busy {run.busy:6.1f} s ({run.busy / (cores * run.wall):.0%} of "
@@ -175,6 +220,12 @@ def main() -> None:
     print(f"\nthis tree's last round: {total:.0f} {measure} s in tests; the {args.top} costliest")
     for nodeid, cpu, wall in sorted(rows, key=lambda row: -row[1])[: args.top]:
         print(f"  {cpu:6.1f} {measure} s  {wall:6.1f} s wall  {nodeid}")
+    processes = figures["this tree"][-1].processes
+    if processes:
+        print("\nthis tree's last round by process: CPU s of those that ended where counted "
+              "(a process killed by a signal is only started)")  # fmt: skip
+        for kind, (started, ended, cpu) in sorted(processes.items(), key=lambda kv: -kv[1][2]):
+            print(f"  {cpu:7.1f} CPU s  {ended:4d} ended of {started:4d} started  {kind}")
 
 
 if __name__ == "__main__":
