@@ -138,7 +138,7 @@ from dltui.protocol.bench_plans import KernelPlan
 
 plan = KernelPlan(framework="torch", kinds=["allreduce"], device="cpu", gpus=4096)
 results = []
-run_allreduce(plan, [AllReduceCase(1000)], results.append, print, lambda: False)
+run_allreduce(plan, [AllReduceCase(1000)], results.append, lambda *_: None, lambda: False)
 print(results[0].error)
 print("torch imported" if "torch" in sys.modules else "torch not imported")
 """
