@@ -13,7 +13,8 @@
 # range set aside for benchmarking), PORT (7070), DLTUI (how to run dltui, default "dltui",
 # e.g. "python3 -m dltui"), RUN_DIR (agent logs and pids, default /tmp/PREFIX-netns), CPU_QUOTA
 # (each host's agent and everything it starts held to this many CPUs, e.g. 0.5, through a
-# cgroup of its own: hosts on one machine then compute as separate machines would).
+# cgroup of its own, and kept to CPUs of its own, round the machine's: hosts on one machine
+# then compute as separate machines would; SHARED_CPUS=1 lets their threads run on any CPU).
 set -euo pipefail
 
 PREFIX=${PREFIX:-dltui}
@@ -23,7 +24,7 @@ DLTUI=${DLTUI:-dltui}
 RUN_DIR=${RUN_DIR:-/tmp/$PREFIX-netns}
 BRIDGE=$PREFIX-br
 
-usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" >&2; exit 2; }
 count() { [[ ${1:-} =~ ^[1-9][0-9]?$ ]] || usage; echo "$1"; }
 address() { echo "$SUBNET.$((10 + $1))"; }
 
@@ -59,6 +60,7 @@ start() {
         if [ -n "${CPU_QUOTA:-}" ]; then
             group=$(cpu_group "$i")
             join="echo \$\$ >$group/cgroup.procs && "
+            [ -n "${SHARED_CPUS:-}" ] || join+="taskset -pc $(host_cpus "$i") \$\$ >/dev/null && "
             # Inside the namespace /sys/fs/cgroup is out of sight: say the quota in threads.
             OMP_NUM_THREADS=$(awk -v q="$CPU_QUOTA" 'BEGIN { n = int(q); print (n < 1 ? 1 : n) }')
             export OMP_NUM_THREADS
@@ -94,6 +96,21 @@ cpu_group() {
         echo 1000 >"$dir/cpu.weight"
     fi
     echo "$dir"
+}
+
+# Host I's CPUs: as many as its quota needs, the hosts dealt round the CPUs this script may
+# use. Hosts whose threads ran on any CPU slowed each other by turns: two computing at once
+# swung TensorFlow's step between 0.29 and 0.47 s for seconds at a time, where on a CPU of
+# its own each held 0.27-0.31 s (docs/results/predict-shaped.md).
+host_cpus() {
+    local cpus need first
+    read -ra cpus <<<"$(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' \
+        | awk '{ for (f = 1; f <= NF; f++) { n = split($f, r, "-"); for (c = r[1]; c <= r[n]; c++) printf "%d ", c } }')"
+    need=$(awk -v q="$CPU_QUOTA" -v n="${#cpus[@]}" 'BEGIN { c = int(q); if (c < q) c++; print (c > n ? n : c) }')
+    first=$(( ($1 - 1) * need ))
+    local list=()
+    for k in $(seq 0 $((need - 1))); do list+=("${cpus[$(( (first + k) % ${#cpus[@]} ))]}"); done
+    (IFS=,; echo "${list[*]}")
 }
 
 # Both directions of host I's link: the bridge side's egress is what the host receives, the

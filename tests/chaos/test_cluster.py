@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,7 @@ from dltui.client.target import parse_target
 from dltui.fleet.state import Fleet
 from dltui.userfiles import load_secret
 from tests.conftest import ROOT, dltui_command, require, wait_until
-from tests.netns import unavailable
+from tests.netns import Cluster, unavailable
 
 REASON = unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -57,3 +59,22 @@ async def test_a_partition_shows_offline_then_heals(cluster, secret_file):
     finally:
         await connection.stop()
         task.cancel()
+
+
+def test_hosts_with_a_cpu_quota_compute_on_cpus_of_their_own(tmp_path, secret_file):
+    """Two hosts whose threads met on one CPU took each other's turns within a quota period,
+    and their steps swung with it: each host's agent (and what it starts) keeps to its own."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cluster = Cluster(2, tmp_path / "cluster", cpu_quota=0.4)
+    try:
+        cluster.start_agents("--secret-file", str(secret_file))
+        pids = [int((cluster.run_dir / f"agent-{host}.pid").read_text()) for host in (1, 2)]
+        assert [os.sched_getaffinity(pid) for pid in pids] == [
+            {allowed[0]}, {allowed[1 % len(allowed)]}
+        ]
+        for host, pid in enumerate(pids, 1):
+            procs = Path(f"/sys/fs/cgroup/cpu/{cluster.env['PREFIX']}-{host}/cgroup.procs")
+            if procs.exists():  # cgroup v1 (v2 keeps it elsewhere)
+                assert str(pid) in procs.read_text().split()
+    finally:
+        cluster.down()
