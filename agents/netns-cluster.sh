@@ -13,8 +13,8 @@
 # range set aside for benchmarking), PORT (7070), DLTUI (how to run dltui, default "dltui",
 # e.g. "python3 -m dltui"), RUN_DIR (agent logs and pids, default /tmp/PREFIX-netns), CPU_QUOTA
 # (each host's agent and everything it starts held to this many CPUs, e.g. 0.5, through a
-# cgroup of its own, and kept to CPUs of its own, round the machine's: hosts on one machine
-# then compute as separate machines would; SHARED_CPUS=1 lets their threads run on any CPU).
+# cgroup of its own: hosts on one machine then compute as separate machines would), OWN_CPUS
+# (with CPU_QUOTA, 1 keeps each host's threads to CPUs of its own, dealt round the machine's).
 set -euo pipefail
 
 PREFIX=${PREFIX:-dltui}
@@ -60,7 +60,7 @@ start() {
         if [ -n "${CPU_QUOTA:-}" ]; then
             group=$(cpu_group "$i")
             join="echo \$\$ >$group/cgroup.procs && "
-            [ -n "${SHARED_CPUS:-}" ] || join+="taskset -pc $(host_cpus "$i") \$\$ >/dev/null && "
+            [ -z "${OWN_CPUS:-}" ] || join+="taskset -pc $(host_cpus "$i") \$\$ >/dev/null && "
             # Inside the namespace /sys/fs/cgroup is out of sight: say the quota in threads.
             OMP_NUM_THREADS=$(awk -v q="$CPU_QUOTA" 'BEGIN { n = int(q); print (n < 1 ? 1 : n) }')
             export OMP_NUM_THREADS
@@ -99,9 +99,8 @@ cpu_group() {
 }
 
 # Host I's CPUs: as many as its quota needs, the hosts dealt round the CPUs this script may
-# use. Hosts whose threads ran on any CPU slowed each other by turns: two computing at once
-# swung TensorFlow's step between 0.29 and 0.47 s for seconds at a time, where on a CPU of
-# its own each held 0.27-0.31 s (docs/results/predict-shaped.md).
+# use. Not the default: it steadies some of the shaped-network table's rows and unsettles
+# others (docs/results/predict-shaped.md).
 host_cpus() {
     local cpus need first
     read -ra cpus <<<"$(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' \

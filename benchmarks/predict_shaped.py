@@ -1,9 +1,9 @@
 """`dltui predict` against real data-parallel training on shaped networks.
 
 Hosts are network namespaces (agents/netns-cluster.sh), each with its own address, its link
-shaped with tc (tbf, each way) ("off": unshaped), its CPU held to a fixed quota through a
-cgroup and its threads to a CPU of its own (the hosts dealt round the machine's CPUs), so that
-the hosts compute as separate machines would on a 2-core box. For each link rate, it measures the
+shaped with tc (tbf, each way) ("off": unshaped) and its CPU held to a fixed quota through a
+cgroup (with --own-cpus, its threads also kept to a CPU of its own), so that the hosts compute
+as separate machines would on a 2-core box. For each link rate, it measures the
 all-reduce curves across 2 hosts and across 4 (per framework), then for each workload,
 interleaved and repeated, for 2 hosts and then 4: the one-host profile (`dltui bench models
 --gpus 1`) and real training across the hosts (`--scale-out`). The profile is taken on each of
@@ -15,7 +15,7 @@ that profile and the curves of the same links (each layout takes the curve measu
 most hosts up to its own); the medians over the repeats are compared.
 
     sudo python benchmarks/predict_shaped.py [--rates 1gbit,300mbit,100mbit,off] [--hosts 2,4]
-        [--repeats 3] [--frameworks torch,tensorflow] [--quota 0.4] [--shared-cpus]
+        [--repeats 3] [--frameworks torch,tensorflow] [--quota 0.4] [--own-cpus]
         [--json docs/results/predict-shaped.json]
 """
 
@@ -215,15 +215,15 @@ def run(
     say: Callable[[str], None] = print,
     keep: Path | None = None,
     ratios: tuple[str, ...] = tuple(WORKLOADS),
-    shared_cpus: bool = False,
+    own_cpus: bool = False,
 ) -> list[dict[str, object]]:
     """Every (rate, workload, host count) row; the cluster is made and removed here. `keep`:
-    a folder for every run's JSON (else a temporary one); `shared_cpus`: the hosts' threads
-    may run on any CPU (else each host keeps to its own)."""
+    a folder for every run's JSON (else a temporary one); `own_cpus`: each host's threads
+    keep to CPUs of their own (else they may run on any)."""
     with tempfile.TemporaryDirectory(prefix="dltui-shaped-") as folder:
         work = keep or Path(folder)
         work.mkdir(parents=True, exist_ok=True)
-        cluster = Cluster(max(hosts), work / "cluster", cpu_quota=quota, shared_cpus=shared_cpus)
+        cluster = Cluster(max(hosts), work / "cluster", cpu_quota=quota, own_cpus=own_cpus)
         try:
             runner = Runner(cluster, work, steps, warmup)
             cluster.start_agents("--secret-file", str(runner.secret))
@@ -275,9 +275,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the rows here")
     parser.add_argument("--keep", type=Path, help="keep every run's JSON in this folder")
-    parser.add_argument("--shared-cpus", action="store_true",
-                        help="let the hosts' threads run on any CPU (by default each host "
-                        "keeps to CPUs of its own)")
+    parser.add_argument(
+        "--own-cpus",
+        action="store_true",
+        help="keep each host's threads to CPUs of its own (by default they may run on any)",
+    )
     parser.add_argument("--markdown", type=Path, help="write the table as Markdown here")
     args = parser.parse_args()
     if (why := unavailable()) is not None:
@@ -286,7 +288,7 @@ def main() -> int:
     began = time.monotonic()
     rows = run(args.rates.split(","), [int(n) for n in args.hosts.split(",")], args.repeats,
                args.frameworks.split(","), args.quota, args.steps, keep=args.keep,
-               shared_cpus=args.shared_cpus)  # fmt: skip
+               own_cpus=args.own_cpus)  # fmt: skip
     print(f"{'configuration':<62} {'predicted':>10} {'measured':>10} {'error':>7}")
     for row in rows:
         print(f"{row['config']:<62} {row['predicted_images_per_s']:>10.3g} "

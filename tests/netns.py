@@ -41,9 +41,9 @@ def free_subnet(first: int) -> int:
 
 class Cluster:
     def __init__(self, hosts: int, run_dir: Path, cpu_quota: float | None = None,
-                 shared_cpus: bool = False) -> None:  # fmt: skip
-        """`cpu_quota`: each host's agent and what it starts held to that many CPUs, on CPUs
-        of its own unless `shared_cpus`."""
+                 own_cpus: bool = False) -> None:  # fmt: skip
+        """`cpu_quota`: each host's agent and what it starts held to that many CPUs; with
+        `own_cpus`, on CPUs of its own."""
         self.hosts = hosts
         tag = os.getpid() % 10_000
         self.env = os.environ | {
@@ -55,8 +55,8 @@ class Cluster:
         }
         if cpu_quota is not None:
             self.env["CPU_QUOTA"] = str(cpu_quota)
-        if shared_cpus:
-            self.env["SHARED_CPUS"] = "1"
+        if own_cpus:
+            self.env["OWN_CPUS"] = "1"
         self.run_dir = run_dir
         self._script("up", str(hosts))
 
