@@ -22,6 +22,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
@@ -117,13 +118,37 @@ def exit_rank(status: int) -> None:
     os._exit(status)
 
 
+@dataclass(frozen=True, slots=True)
+class RunFolder:
+    """A folder of one run's own on this server, gone when the run is (`run_folder()`)."""
+
+    path: Path
+
+    @property
+    def rendezvous(self) -> str:
+        """Where the run's ranks meet: a file, not a port. A port free when chosen can be taken
+        before rank 0 binds it (seen under parallel tests); torch.distributed's file store
+        needs none."""
+        return (self.path / "store").as_uri()
+
+    def environment(
+        self, framework: str, placement: dict[str, str] | None
+    ) -> dict[str, str] | None:
+        """What the ranks' environment adds: their placement on GPUs, and TensorFlow's
+        temporary files kept here. Its autograph writes each function it converts to a file
+        that it removes only at an interpreter exit, which ranks skip (`exit_rank`): every run
+        left ~10 in /tmp, and an agent that benchmarks for weeks would fill it."""
+        added = dict(placement or {})
+        if framework == "tensorflow":
+            added["TMPDIR"] = str(self.path)
+        return added or None
+
+
 @contextmanager
-def local_rendezvous() -> Iterator[str]:
-    """Where the ranks of a run on this server meet: a file in a folder of its own, not a port.
-    A port free when chosen can be taken before rank 0 binds it (seen under parallel tests);
-    torch.distributed's file store needs no port, and the folder goes when the run does."""
+def run_folder() -> Iterator[RunFolder]:
+    """A run's folder, removed with whatever its ranks left in it."""
     with tempfile.TemporaryDirectory(prefix="dltui-ranks-") as folder:
-        yield Path(folder, "store").as_uri()
+        yield RunFolder(Path(folder))
 
 
 def data_parallel(model: Any, device: Any, world: int, compile_mode: str | None) -> Any:

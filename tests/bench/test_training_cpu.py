@@ -65,8 +65,9 @@ def test_every_model_trains_and_reports_its_throughput(framework, model):
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_a_sweep_over_two_processes_scales_with_gloo(framework):
+def test_a_sweep_over_two_processes_scales_with_gloo(framework, tmp_path, monkeypatch):
     require(framework)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the ranks' temporary folder, unless the run's
     plan = ModelPlan(framework=framework, models=[SWEPT], gpus=[1, 2],
                      **TINY | {"image_size": 32})  # fmt: skip
     results, progress = train(plan)
@@ -81,6 +82,10 @@ def test_a_sweep_over_two_processes_scales_with_gloo(framework):
     expected = two.images_per_s / (2 * one.images_per_s)
     assert efficiency[1].vs_one_gpu == pytest.approx(expected)
     assert efficiency[0].vs_one_gpu is None
+    # The ranks end without the interpreter's exit, so what they wrote to a temporary folder
+    # (TensorFlow's autograph: each converted function) goes with their run's folder. torch's
+    # compile cache is there to outlive the run.
+    assert [path.name for path in tmp_path.iterdir() if "torchinductor" not in path.name] == []
 
 
 def test_a_model_that_cannot_run_fails_alone():

@@ -30,7 +30,7 @@ from dltui.bench.ranks import (
     OnResult,
     ShouldStop,
     join_process_group,
-    local_rendezvous,
+    run_folder,
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
@@ -117,12 +117,12 @@ def run_allreduce(
         for op, case in zip(ops, cases, strict=True):
             on_result(allreduce_result(job, op, case, device, ranks, error=problem))
         return
-    with local_rendezvous() as here:
-        commands = _rank_commands(plan, job, role, ranks, here)
+    with run_folder() as folder:
+        commands = _rank_commands(plan, job, role, ranks, folder.rendezvous)
         silence_s = job.timeout_s + STARTUP_S
         labels = [f"{op} {case.label}" for op, case in zip(ops, cases, strict=True)]
         reports = role is None or role.rank_offset == 0  # global rank 0 reports, on its server
-        env = placement.env if placement is not None else None
+        env = folder.environment(plan.framework, placement.env if placement else None)
         measured, failure = supervise(
             commands, labels, silence_s, reports, on_result, on_progress, should_stop,
             KernelResult, env,

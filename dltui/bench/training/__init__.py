@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 
 from dltui.bench.models import MIN_IMAGE, learning_rate
 from dltui.bench.placement import Placement, place
-from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, local_rendezvous, supervise
+from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, run_folder, supervise
 from dltui.bench.reference import published_mfu, published_training
 from dltui.plans.check import PlanError
 from dltui.plans.gpt import is_gpt
@@ -104,11 +104,12 @@ def run_models(
         def reported(result: ModelResult, emit: OnResult = emit) -> None:
             emit(_with_reference(result))
 
-        with local_rendezvous() as here:
-            commands, reports = _commands(plan, job, here)
+        with run_folder() as folder:
+            commands, reports = _commands(plan, job, folder.rendezvous)
+            env = folder.environment(plan.framework, placement.env if placement else None)
             measured, failure = supervise(
                 commands, step_labels, job.timeout_s + STARTUP_S, reports, reported, progress,
-                should_stop, ModelResult, placement.env if placement is not None else None,
+                should_stop, ModelResult, env,
             )  # fmt: skip
         if failure is not None and plan.cluster is not None:
             # One part of a run across servers: fail the job, so the client stops the others
