@@ -8,7 +8,9 @@ each for a few seconds in the suite; benchmarks/fuzz_files.py runs them for as l
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import ssl
 import tempfile
 from collections.abc import Callable
@@ -34,6 +36,7 @@ from dltui.userfiles import SecretFileError, load_secret
 LONGEST = 600
 """An error line's length beyond the file's own name."""
 WORKDIR = Path(tempfile.mkdtemp(prefix="dltui-fuzz-"))
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
 
 
 def checked_error(error: BaseException, path: Path | str) -> None:
