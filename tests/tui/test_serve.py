@@ -9,6 +9,7 @@ Debian's chromium (`.ci/run` installs it) and downloads nothing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -81,6 +82,7 @@ def browser(tmp_path: Path):
          f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
          "--window-size=1400,900", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=os.environ | {"TMPDIR": str(tmp_path)},  # its singleton folder outlives it
     )  # fmt: skip
     yield f"http://127.0.0.1:{port}"
     chromium.terminate()
