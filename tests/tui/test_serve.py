@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -77,16 +78,20 @@ def served():
 @pytest.fixture
 def browser(tmp_path: Path):
     port = free_port()
+    # Its singleton folder (org.chromium.Chromium.*) outlives it: in a folder of the test's.
+    # Not tmp_path itself: under xdist the socket's path there is longer than a socket's may be.
+    singleton = Path(tempfile.mkdtemp(prefix="dltui-chromium-"))
     chromium = subprocess.Popen(
         [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
          f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
          "--window-size=1400,900", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env=os.environ | {"TMPDIR": str(tmp_path)},  # its singleton folder outlives it
+        env=os.environ | {"TMPDIR": str(singleton)},
     )  # fmt: skip
     yield f"http://127.0.0.1:{port}"
     chromium.terminate()
     chromium.wait(timeout=10)
+    shutil.rmtree(singleton, ignore_errors=True)
 
 
 async def test_the_served_page_shows_a_server_in_headless_chromium(served, browser, tmp_path):
