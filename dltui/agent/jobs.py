@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import psutil
 
 from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
-from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV
+from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV, RUN_FOLDERS_ENV
 from dltui.protocol.bench_plans import ModelPlan, Plan
 from dltui.protocol.child import ChildStream, spawn
 from dltui.protocol.errors import ProtocolError
@@ -138,10 +139,17 @@ class Jobs:
         self._publish(JobEnd(job.id, state, error, time.time()))
 
     async def _run_worker(self, job: _Job) -> tuple[JobState, str | None]:
-        """Run the worker to its end; how the job ended, and why if it failed."""
-        environment = (
-            os.environ | WORKER_ENV | {NVML_GPUS_ENV: str(self.gpus)} | _gloo_interface(job.plan)
-        )
+        """Run the worker to its end; how the job ended, and why if it failed. The job has a
+        folder of its own, where its runs keep theirs, removed once the worker and all it
+        started are gone: a run killed mid-way cannot clean up after itself."""
+        with tempfile.TemporaryDirectory(prefix="dltui-job-", ignore_cleanup_errors=True) as folder:
+            given = {NVML_GPUS_ENV: str(self.gpus), RUN_FOLDERS_ENV: folder}
+            environment = os.environ | WORKER_ENV | given | _gloo_interface(job.plan)
+            return await self._worker_to_its_end(job, environment)
+
+    async def _worker_to_its_end(
+        self, job: _Job, environment: dict[str, str]
+    ) -> tuple[JobState, str | None]:
         try:
             worker = await spawn(WORKER_COMMAND, "the worker", environment)
         except OSError as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from dltui.bench.backends import error_text
+from dltui.plans.names import RUN_FOLDERS_ENV
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.child import ChildStream, spawn
 from dltui.protocol.errors import ProtocolError
@@ -146,8 +147,10 @@ class RunFolder:
 
 @contextmanager
 def run_folder() -> Iterator[RunFolder]:
-    """A run's folder, removed with whatever its ranks left in it."""
-    with tempfile.TemporaryDirectory(prefix="dltui-ranks-") as folder:
+    """A run's folder, removed with whatever its ranks left in it; inside the job's folder
+    where the agent gave one, which it removes even when the worker is killed mid-run."""
+    parent = os.environ.get(RUN_FOLDERS_ENV) or None
+    with tempfile.TemporaryDirectory(prefix="dltui-ranks-", dir=parent) as folder:
         yield RunFolder(Path(folder))
 
 

@@ -56,6 +56,9 @@ one (agent/footprint.py): its benchmark workers run on all of them again (bench/
 NVML_GPUS_ENV = "DLTUI_NVML_GPUS"
 """How many GPUs the agent's NVML reports, told to each benchmark worker: on "auto", a worker
 whose framework cannot use them refuses rather than run on the CPU unseen (bench/cuda_guard.py)."""
+RUN_FOLDERS_ENV = "DLTUI_RUN_FOLDERS"
+"""The folder an agent gives a job, where the worker's runs keep theirs (bench/ranks.py): the
+agent removes it once the worker is gone, with what a killed run left in it."""
 
 DDP_BUCKET_BYTES = 25 * 2**20
 """DistributedDataParallel's bucket cap (bucket_cap_mb=25); dltui sets TensorFlow's packs

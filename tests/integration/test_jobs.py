@@ -25,7 +25,7 @@ from dltui.protocol.messages import (
     Subscribe,
 )
 from tests.agents import TINY, connect, until
-from tests.conftest import ROOT, dltui_command, require, start_agent
+from tests.conftest import ROOT, dltui_command, require, start_agent, wait_until
 
 require("torch")
 
@@ -129,6 +129,32 @@ async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent):
     assert agent.process.poll() is None
     await client.stream.send(Subscribe(2, 10.0))
     await until(client.stream, lambda m: isinstance(m, Sample), timeout=5)
+    await client.close()
+
+
+async def test_a_killed_run_leaves_no_folder_behind(agent_factory, tmp_path, monkeypatch):
+    """A run's ranks meet in a folder of the run's own, which a worker killed mid-run cannot
+    remove: the agent gives each job a folder for its runs' and removes it once the worker's
+    whole process group is gone."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+    plan = KernelPlan(framework="torch", kinds=["allreduce"], shape_set="full", device="cpu",
+                      gpus=2, max_seconds=1.0)  # fmt: skip
+    await client.stream.send(Run(1, "doomed", plan))
+
+    def ranks() -> list[psutil.Process]:
+        return [p for p in workers(agent) if "allreduce_process" in " ".join(p.cmdline())]
+
+    await wait_until(lambda: len(ranks()) == 2, timeout=60, what="both ranks")
+    assert len(list(tmp_path.glob("dltui-job-*/dltui-ranks-*"))) == 1  # the run's, in the job's
+    for worker in workers(agent):
+        if "dltui.bench.worker" in " ".join(worker.cmdline()):
+            worker.kill()
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
+    assert end.state == "failed" and "SIGKILL" in end.error
+    assert workers(agent) == []
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith("dltui-")] == []
     await client.close()
 
 
