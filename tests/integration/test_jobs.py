@@ -5,6 +5,7 @@ The worker runs PyTorch on the CPU with tiny shapes, so these tests need torch i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -143,14 +144,19 @@ async def test_a_killed_run_leaves_no_folder_behind(agent_factory, tmp_path, mon
                       gpus=2, max_seconds=1.0)  # fmt: skip
     await client.stream.send(Run(1, "doomed", plan))
 
-    def ranks() -> list[psutil.Process]:
-        return [p for p in workers(agent) if "allreduce_process" in " ".join(p.cmdline())]
+    def running(module: str) -> list[psutil.Process]:
+        found = []
+        for process in workers(agent):
+            with contextlib.suppress(psutil.NoSuchProcess):  # one that ended as it was listed
+                if module in process.cmdline():
+                    found.append(process)
+        return found
 
-    await wait_until(lambda: len(ranks()) == 2, timeout=60, what="both ranks")
+    await wait_until(lambda: len(running("dltui.bench.kernels.allreduce_process")) == 2,
+                     timeout=60, what="both ranks")  # fmt: skip
     assert len(list(tmp_path.glob("dltui-job-*/dltui-ranks-*"))) == 1  # the run's, in the job's
-    for worker in workers(agent):
-        if "dltui.bench.worker" in " ".join(worker.cmdline()):
-            worker.kill()
+    (worker,) = running("dltui.bench.worker")
+    worker.kill()
     end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
     assert end.state == "failed" and "SIGKILL" in end.error
     assert workers(agent) == []
