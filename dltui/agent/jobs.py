@@ -142,7 +142,11 @@ class Jobs:
         """Run the worker to its end; how the job ended, and why if it failed. The job has a
         folder of its own, where its runs keep theirs, removed once the worker and all it
         started are gone: a run killed mid-way cannot clean up after itself."""
-        with tempfile.TemporaryDirectory(prefix="dltui-job-", ignore_cleanup_errors=True) as folder:
+        try:
+            made = tempfile.TemporaryDirectory(prefix="dltui-job-", ignore_cleanup_errors=True)
+        except OSError as exc:  # a full disk, a temporary folder gone
+            return "failed", f"cannot make the job's folder: {exc}"
+        with made as folder:
             given = {NVML_GPUS_ENV: str(self.gpus), RUN_FOLDERS_ENV: folder}
             environment = os.environ | WORKER_ENV | given | _gloo_interface(job.plan)
             return await self._worker_to_its_end(job, environment)

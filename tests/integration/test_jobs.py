@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 from dataclasses import replace
 
@@ -161,6 +162,30 @@ async def test_a_killed_run_leaves_no_folder_behind(agent_factory, tmp_path, mon
     assert end.state == "failed" and "SIGKILL" in end.error
     assert workers(agent) == []
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith("dltui-")] == []
+    await client.close()
+
+
+async def test_a_job_whose_folder_cannot_be_made_fails_and_the_next_one_runs(
+    agent_factory, tmp_path, monkeypatch
+):
+    """The temporary folder removed under a running agent (or a full disk): the job fails
+    saying so, and the agent is free for the next one."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    agent = agent_factory()
+    client, _ = await connect(agent.address)
+
+    async def job(seq: int) -> JobEnd:
+        await client.stream.send(Run(seq, f"job{seq}", TINY))
+        return await until(client.stream, lambda m: isinstance(m, JobEnd) and m.job == f"job{seq}")
+
+    assert (await job(1)).state == "done"
+    shutil.rmtree(temporary)
+    end = await job(2)
+    assert end.state == "failed" and "cannot make the job's folder" in end.error, end
+    temporary.mkdir()
+    assert (await job(3)).state == "done"
     await client.close()
 
 
