@@ -235,7 +235,7 @@ def interface_towards(host: str) -> str | None:
         with socket.socket(family, kind) as probe:
             probe.connect(address)  # a UDP connect sends nothing; it only picks the route
             local = probe.getsockname()[0]
-    except OSError:
+    except (OSError, UnicodeError):  # UnicodeError: a name part empty or over 63 characters
         return None
     for name, addresses in psutil.net_if_addrs().items():
         if any(entry.address.split("%")[0] == local for entry in addresses):

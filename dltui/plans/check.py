@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 
 from dltui.errors import UsageError
 from dltui.plans.gpt import is_gpt
@@ -32,11 +31,11 @@ from dltui.plans.names import (
     TUNINGS,
 )
 from dltui.plans.occupancy import mig_uuid
+from dltui.protocol.address import is_host
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.errors import quote
 
 MAX_PROBLEMS = 6
-_HOST = re.compile(r"[A-Za-z0-9.:_-]{1,253}")  # a name or an address; nothing a shell would read
 
 
 class PlanError(UsageError):
@@ -171,9 +170,9 @@ def _cluster_problems(plan: Plan) -> list[str]:
         )
     for peer in role.peers:
         host, _, port = peer.rpartition(":")
-        if not (_HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536):
+        if not (is_host(host) and port.isdigit() and 0 < int(port) < 65536):
             problems.append(f"worker address {quote(peer)} is not HOST:PORT")
-    if not _HOST.fullmatch(role.master_addr):
+    if not is_host(role.master_addr):
         problems.append(f"rendezvous host {quote(role.master_addr)} is not a host name or address")
     if not 0 < role.master_port < 65536:
         problems.append(f"rendezvous port must be 1-65535, got {role.master_port}")

@@ -8,8 +8,21 @@ import re
 from dltui.protocol.errors import quote
 
 DEFAULT_PORT = 7070
-HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})")
-"""A DNS name, an ssh_config alias or an IPv4 address; never starting with "-"."""
+_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}")
+"""One dot-separated part of a name: 1-63 characters, as resolvers take them (a longer or an
+empty one fails in the resolver's own encoding, not as a name that is not found)."""
+
+
+def is_host(text: str) -> bool:
+    """A DNS name, an ssh_config alias or an IP address (IPv6 included); never starting with
+    "-", which ssh would read as an option, and nothing a shell would read."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        pass
+    name = text.removesuffix(".")  # a fully qualified name may end with its root's dot
+    return len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
 
 def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple[str, int | None]:
@@ -33,7 +46,7 @@ def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple
         raise ValueError(f"{bad}: write IPv6 addresses as [ADDRESS]:PORT")
     if not host:
         raise ValueError(f"{bad}: no host")
-    if ":" not in host and not HOST_NAME.fullmatch(host):
+    if not is_host(host):
         raise ValueError(f"{bad}: {quote(host)} is not a host name or address")
     if not port_text:
         return host, default_port

@@ -15,7 +15,8 @@ from dataclasses import replace
 import psutil
 import pytest
 
-from dltui.protocol.bench_plans import KernelPlan
+from dltui.agent.jobs import interface_towards
+from dltui.protocol.bench_plans import ClusterRole, KernelPlan, ModelPlan
 from dltui.protocol.messages import (
     MAX_BATCH_S,
     Cancel,
@@ -187,6 +188,28 @@ async def test_a_job_whose_folder_cannot_be_made_fails_and_the_next_one_runs(
     temporary.mkdir()
     assert (await job(3)).state == "done"
     await client.close()
+
+
+async def test_a_rendezvous_host_no_resolver_can_take_is_refused_and_the_next_job_runs(agent):
+    """A name with an empty part ("gpu01..lab") or one over 63 characters fails in the
+    resolver's own encoding. It once passed the agent's check, failed there, and left the agent
+    busy for good with no `job_end`."""
+    client, _ = await connect(agent.address)
+    role = ClusterRole("gpu01..lab", 29500, 0, 1, 2)
+    plan = ModelPlan(models=["resnet20"], device="cpu", cluster=role)
+    await client.stream.send(Run.of(1, "across", plan))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd) and m.job == "across")
+    assert end.state == "refused" and "is not a host name or address" in end.error, end
+    await client.stream.send(Run(2, "next", TINY))
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd) and m.job == "next")
+    assert end.state == "done", end
+    await client.close()
+
+
+@pytest.mark.parametrize("host", ["gpu01..lab", "x" * 64 + ".lab"])
+def test_the_interface_towards_a_name_no_resolver_can_take_is_none(host):
+    assert interface_towards(host) is None
+    assert interface_towards("127.0.0.1") == "lo"
 
 
 async def test_a_job_past_its_timeout_fails(agent):

@@ -14,6 +14,9 @@ from dltui.client.target import DEFAULT_PORT, Target, parse_target
         ("gpu-01", Target("tcp", "gpu-01", DEFAULT_PORT)),
         ("127.0.0.1:1", Target("tcp", "127.0.0.1", 1)),
         ("[::1]:9000", Target("tcp", "::1", 9000)),
+        ("gpu-01.lab.:7070", Target("tcp", "gpu-01.lab.", 7070)),  # the root's dot
+        ("node_3", Target("tcp", "node_3", DEFAULT_PORT)),  # an ssh_config alias may have one
+        ("x" * 63 + ".lab", Target("tcp", "x" * 63 + ".lab", DEFAULT_PORT)),
     ],
 )
 def test_parse_target(text, target):
@@ -21,7 +24,11 @@ def test_parse_target(text, target):
     assert parse_target(target.label) == target
 
 
-@pytest.mark.parametrize("text", ["", ":80", "h:0", "h:70000", "h:x", "::1:80", "[::1", "[::1]x"])
+@pytest.mark.parametrize(
+    "text",
+    ["", ":80", "h:0", "h:70000", "h:x", "::1:80", "[::1", "[::1]x", "a..b", "-oProxy", "a.-b:1",
+     "x" * 64 + ".lab", "."],
+)  # fmt: skip
 def test_parse_target_rejects(text):
     with pytest.raises(ValueError, match="bad agent address"):
         parse_target(text)

@@ -60,6 +60,13 @@ def test_tensorflow_runs_one_worker_per_server():
             "not HOST:PORT",
         ),
         (replace(PLAN, cluster=ClusterRole("a;reboot", 1, 0, 1, 2)), "not a host"),
+        # Names a resolver cannot encode: an empty part, a part over 63 characters.
+        (replace(PLAN, cluster=ClusterRole("gpu01..lab", 1, 0, 1, 2)), "not a host"),
+        (replace(PLAN, cluster=ClusterRole("a" * 64 + ".lab", 1, 0, 1, 2)), "not a host"),
+        (
+            replace(PLAN, framework="tensorflow", cluster=ClusterRole("a", 1, 0, 1, 1, ["a..b:1"])),
+            "not HOST:PORT",
+        ),
         (replace(PLAN, cluster=ClusterRole("a", 0, 0, 1, 2)), "port"),
         (replace(PLAN, cluster=ClusterRole("a", 1, 1, 2, 2)), "do not fit"),
         (replace(PLAN, gpus=3, cluster=ClusterRole("a", 1, 0, 2, 2)), "differ"),
