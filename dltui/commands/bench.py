@@ -27,7 +27,7 @@ from dltui.commands.headless import run_plans_headless
 from dltui.commands.options import (
     add_connection_options,
     apply_connection_options,
-    listen_argument,
+    rendezvous_argument,
     secret_option,
     target_argument,
 )
@@ -78,7 +78,7 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     )
     parser.add_argument(
         "--rendezvous",
-        type=listen_argument,
+        type=rendezvous_argument,
         metavar="HOST:PORT",
         help="where rank 0 waits in a run across servers (default: the first agent, port 29500)",
     )

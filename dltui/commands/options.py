@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Callable
 
 from dltui.agent.config import in_range
+from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT
 from dltui.client.target import (
     DEFAULT_REMOTE_DLTUI,
     SshOptions,
@@ -17,7 +18,7 @@ from dltui.client.target import (
     parse_target,
 )
 from dltui.errors import UsageError
-from dltui.protocol.address import parse_host_port
+from dltui.protocol.address import DEFAULT_PORT, parse_host_port
 from dltui.protocol.messages import MAX_RATE_HZ
 from dltui.userfiles import SecretFileError, load_secret
 
@@ -49,9 +50,19 @@ def target_argument(text: str) -> Target:
 
 
 def listen_argument(text: str) -> tuple[str, int]:
-    """argparse's type for a HOST:PORT to listen on or meet at."""
+    """argparse's type for a HOST:PORT an agent listens on (its port if none is given)."""
+    return _host_port(text, DEFAULT_PORT, "agent address")
+
+
+def rendezvous_argument(text: str) -> tuple[str, int]:
+    """argparse's type for a HOST:PORT where a run's rank 0 waits: torch.distributed's
+    customary port if none is given, never the agent's, which an agent on that host holds."""
+    return _host_port(text, DEFAULT_RENDEZVOUS_PORT, "rendezvous address")
+
+
+def _host_port(text: str, default_port: int, what: str) -> tuple[str, int]:
     try:
-        host, port = parse_host_port(text)
+        host, port = parse_host_port(text, default_port, what)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     assert port is not None  # the default port fills a missing one in

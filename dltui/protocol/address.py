@@ -25,10 +25,13 @@ def is_host(text: str) -> bool:
     return len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
 
-def parse_host_port(text: str, default_port: int | None = DEFAULT_PORT) -> tuple[str, int | None]:
-    """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here."""
+def parse_host_port(
+    text: str, default_port: int | None = DEFAULT_PORT, what: str = "agent address"
+) -> tuple[str, int | None]:
+    """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here. `what`
+    names the address in an error."""
     text = text.strip()
-    bad = f"bad agent address {quote(text)}"
+    bad = f"bad {what} {quote(text)}"
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):

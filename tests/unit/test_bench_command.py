@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT
 from dltui.commands.bench import _kernel_plan, parser
 
 
@@ -19,3 +20,21 @@ def plan(*options: str):
 def test_inputs_are_deepbenchs_unless_energy_is_measured(options, fill):
     """Per-watt figures come from values as training sees them, unless asked otherwise."""
     assert plan(*options).fill == fill
+
+
+@pytest.mark.parametrize(
+    ("given", "meets_at"),
+    [("gpu-01", ("gpu-01", DEFAULT_RENDEZVOUS_PORT)), ("gpu-01:29600", ("gpu-01", 29600)),
+     ("[fd00::5]:29600", ("fd00::5", 29600))],
+)  # fmt: skip
+def test_a_rendezvous_without_a_port_takes_torchs_not_the_agents(given, meets_at):
+    """The agent's own port (7070) once filled a missing one in: rank 0 then tried to listen
+    where the agent on that host already does."""
+    assert parser().parse_args(["models", "--rendezvous", given]).rendezvous == meets_at
+
+
+def test_a_rendezvous_no_resolver_can_take_is_refused_by_its_name(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["models", "--rendezvous", "gpu01..lab"])
+    assert exit_.value.code == 2
+    assert "bad rendezvous address 'gpu01..lab'" in capsys.readouterr().err
