@@ -64,16 +64,19 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_hostile_addresses_are_usage_errors(hostile, tmp_path):
     marker = tmp_path / "pwned"
     text = hostile.format(marker=marker)
-    for args in (
-        ("probe", f"{text}:7070"),
-        ("probe", f"ssh://{text}"),
-        ("probe", f"ssh://root@{text}"),
-        ("bench", "kernels", "--kind", "allreduce", "--rendezvous", f"{text}:29500"),
-        ("agent", "--listen", f"{text}:7070"),
+    for what, args in (
+        ("agent", ("probe", f"{text}:7070")),
+        ("agent", ("probe", f"ssh://{text}")),
+        ("agent", ("probe", f"ssh://root@{text}")),
+        (
+            "rendezvous",
+            ("bench", "kernels", "--kind", "allreduce", "--rendezvous", f"{text}:29500"),
+        ),
+        ("agent", ("agent", "--listen", f"{text}:7070")),
     ):
         result = run(*args)
         assert result.returncode == 2, (args, result.stderr)
-        assert "bad agent address" in result.stderr
+        assert f"bad {what} address" in result.stderr
     assert not marker.exists()
 
 
