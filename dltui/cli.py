@@ -18,20 +18,9 @@ import types
 from typing import NoReturn, Protocol, cast
 
 from dltui import version
-from dltui.commands import exit_status
+from dltui.commands import COMMANDS, exit_status
 from dltui.errors import DltuiError, UsageError
 
-COMMANDS = {
-    "agent": "dltui.commands.agent",
-    "probe": "dltui.commands.probe",
-    "bench": "dltui.commands.bench",
-    "record": "dltui.commands.record",
-    "replay": "dltui.commands.replay",
-    "export": "dltui.commands.export",
-    "report": "dltui.commands.report",
-    "predict": "dltui.commands.predict",
-    "serve": "dltui.commands.serve",
-}
 TUI = "dltui.commands.tui"
 """`dltui [AGENT ...]`: what runs when no command is named."""
 RECORDING_SUFFIX = ".dlrec"
@@ -96,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dltui {version()}")
         return 0
     if argv and argv[0] in COMMANDS:
-        module, argv = COMMANDS[argv[0]], argv[1:]
+        module, argv = COMMANDS[argv[0]].module, argv[1:]
     else:
         module = TUI
         if (typo := mistyped(argv)) is not None:

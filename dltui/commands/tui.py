@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dltui.client.target import Target
+from dltui.commands import listing
 from dltui.commands.options import (
     add_connection_options,
     add_rate_option,
@@ -14,17 +15,9 @@ from dltui.commands.options import (
 )
 from dltui.errors import DltuiError
 
-COMMANDS = """\
+EPILOG = f"""\
 commands:
-  dltui agent --listen HOST:PORT | --stdio   run an agent on a server
-  dltui probe AGENT [--json]                 print an agent's inventory and a sample
-  dltui bench kernels [--agent AGENT] …      run DeepBench kernels, print a table
-  dltui bench models [--agent AGENT] …       train CNNs, print images/s
-  dltui record -o FILE [AGENT ...]           record agents' frames to a file
-  dltui replay FILE [FILE ...]               replay recordings side by side
-  dltui export FILE --format csv|json -o OUT tidy tables of a recording
-  dltui report FILE [FILE ...] -o DIR        Markdown/HTML report with plots
-  dltui serve [--port N] [ARGS ...]          the TUI on a local web page
+{listing()}
 
 With no AGENT, dltui starts an agent for this machine and shows it."""
 
@@ -33,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui",
         description="Compare deep-learning servers live: telemetry and benchmarks side by side.",
-        epilog=COMMANDS,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(

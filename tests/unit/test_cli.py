@@ -13,10 +13,19 @@ from dltui.commands import exit_status
 from tests.conftest import free_port
 
 
-@pytest.mark.parametrize("module", [*COMMANDS.values(), TUI])
+@pytest.mark.parametrize("module", [*(entry.module for entry in COMMANDS.values()), TUI])
 def test_every_command_has_a_parser_and_a_run(module):
     command = importlib.import_module(module)
     assert callable(command.run) and command.parser().prog.startswith("dltui")
+
+
+def test_the_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    listed = capsys.readouterr().out.split("commands:\n", 1)[1]
+    for name, entry in COMMANDS.items():
+        assert f"dltui {name} {entry.usage}" in listed and entry.summary in listed
 
 
 def test_a_usage_error_is_one_line_and_where_to_read_more(capsys, tmp_path):
