@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+from dltui.errors import DltuiError
+
 
 class Replacement:
     """A file for `target`, written at `path` (beside it) until `commit` renames it into place;
@@ -58,10 +60,29 @@ class Replacement:
             self.discard()
 
 
+class WriteFailed(DltuiError):
+    """The file system refused a file dltui was writing; the target is as it was."""
+
+    kind = "write"
+
+
 def write_text(target: Path, text: str) -> None:
-    """`target` holds `text`, whole, or is as it was."""
-    with Replacement(target) as replacement:
-        replacement.path.write_text(text, encoding="utf-8")
+    """`target` holds `text`, whole, or is as it was (and WriteFailed says why)."""
+    try:
+        with Replacement(target) as replacement:
+            replacement.path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def unwritable(target: Path) -> str | None:
+    """Why no file can be written at `target`, asked before the work that would fill it: a
+    folder there, or no folder to hold it; None where it can be tried."""
+    if target.is_dir():
+        return f"{target} is a folder"
+    if not target.parent.is_dir():
+        return f"{target.parent} is not a folder"
+    return None
 
 
 def _umask() -> int:

@@ -27,6 +27,7 @@ from dltui.commands.headless import run_plans_headless
 from dltui.commands.options import (
     add_connection_options,
     apply_connection_options,
+    output_argument,
     rendezvous_argument,
     secret_option,
     target_argument,
@@ -83,7 +84,8 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
         help="where rank 0 waits in a run across servers (default: the first agent, port 29500)",
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="cap for the whole job")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    parser.add_argument("--json", type=output_argument, metavar="OUT",
+                        help="also write the results as JSON")  # fmt: skip
     parser.add_argument(
         "--force", action="store_true",
         help="run even where someone else's work is on the GPUs (the agent refuses otherwise); "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from dltui.agent.config import in_range
 from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT
@@ -18,6 +19,7 @@ from dltui.client.target import (
     parse_target,
 )
 from dltui.errors import UsageError
+from dltui.outfiles import unwritable
 from dltui.protocol.address import DEFAULT_PORT, parse_host_port
 from dltui.protocol.messages import MAX_RATE_HZ
 from dltui.userfiles import SecretFileError, load_secret
@@ -34,6 +36,14 @@ def number_argument(high: float, unit: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(message) from None
 
     return number
+
+
+def output_argument(text: str) -> Path:
+    """argparse's type for a file a command will write, refused before any work is done."""
+    target = Path(text)
+    if (problem := unwritable(target)) is not None:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {problem}")
+    return target
 
 
 def add_rate_option(parser: argparse.ArgumentParser) -> None:

@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dltui.commands.options import output_argument
 from dltui.errors import UsageError
+from dltui.outfiles import write_text
 from dltui.predict.answer import NothingToPredict, answer
 from dltui.predict.described import DescriptionError, model, server
 from dltui.predict.model import Layout, parse_layout
 from dltui.predict.whatif import DEFAULT_LAYOUTS, WhatIf
+from dltui.predict.workload import milliseconds
 from dltui.protocol.bench_results import KernelResult, ModelResult
 
 MAX_DESCRIPTION_BYTES = 64 * 1024
@@ -44,12 +47,14 @@ def parser() -> argparse.ArgumentParser:
     )
     default = ",".join(DEFAULT_LAYOUTS)
     parser.add_argument("--layouts", type=_layouts, metavar="SxG,SxG",
-                        help=f"servers × GPUs each (default {default})")  # fmt: skip
+                        help=f"servers × GPUs each (default {default}; for a described "
+                        "server of G GPUs 1x1,1xG,2xG,4xG,8xG,16xG,64xG)")  # fmt: skip
     parser.add_argument("--target-efficiency", type=_share, metavar="E",
                         help="also the network each layout needs to reach E (0-1) of one GPU's "
                         "images/s per GPU")  # fmt: skip
     parser.add_argument("--server", type=Path, metavar="TOML", help="a described server")
-    parser.add_argument("--json", metavar="OUT", help="write the table as JSON ('-': stdout)")
+    parser.add_argument("--json", type=_json_out, metavar="OUT",
+                        help="write the table as JSON ('-': stdout)")  # fmt: skip
     described = parser.add_argument_group("a described server (instead of, or over, --server)")
     for flag, kind, words in (
         ("--gpus-per-server", int, "GPUs in one server"),
@@ -76,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
 SERVER_FLAGS = {"gpus_per_server": "gpus", "intra_gbps": "intra_gbps",
                 "network_gbit": "network_gbit", "nics": "nics", "transport": "transport",
                 "efficiency": "efficiency", "network_latency_us": "network_latency_us"}  # fmt: skip
+SPEEDS = {"images_per_s", "step_ms"}
 MODEL_FLAGS = {"images_per_s": "images_per_s", "step_ms": "step_ms", "batch": "batch",
                "params": "params", "gradient_bytes": "gradient_bytes"}  # fmt: skip
 
@@ -85,10 +91,18 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     kernels, models = _results(args.files)
     tables = _description(args.server)
     server_values = tables.get("server", {}) | _flags(args, SERVER_FLAGS)
-    model_values = tables.get("model", {}) | _flags(args, MODEL_FLAGS)
+    model_flags = _flags(args, MODEL_FLAGS)
+    model_values = tables.get("model", {})
+    if SPEEDS & model_flags.keys():  # one GPU's speed given as an option replaces the file's
+        model_values = {key: value for key, value in model_values.items() if key not in SPEEDS}
+    model_values |= model_flags
     if args.no_overlap:
         model_values["overlap"] = False
-    if model_values and "name" not in model_values and args.model:
+    described_name = model_values.get("name")
+    if args.model and described_name is not None and described_name != args.model:
+        raise UsageError(f"--model {args.model} and the described model.name "
+                         f"{described_name!r} disagree")  # fmt: skip
+    if model_values and described_name is None and args.model:
         model_values["name"] = args.model
     try:
         described_server = server(server_values) if server_values else None
@@ -101,7 +115,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         print(json.dumps(table.to_plain(), indent=2))
         return 0
     if args.json:
-        Path(args.json).write_text(json.dumps(table.to_plain(), indent=2) + "\n")
+        write_text(args.json, json.dumps(table.to_plain(), indent=2) + "\n")
     print("\n".join(lines(table)))
     return 0
 
@@ -122,7 +136,7 @@ def lines(table: WhatIf) -> list[str]:
         if p.missing:
             rows.append([str(p.layout), str(p.layout.total), p.missing])
             continue
-        cells = [str(p.layout), f"{p.layout.total:,}", f"{p.step_s * 1e3:.4g} ms",
+        cells = [str(p.layout), f"{p.layout.total:,}", milliseconds(p.step_s),
                  _rate(p.images_per_s), f"{p.efficiency_vs_gpu:.1%}",
                  f"{row.efficiency_vs_server:.1%}" if row.efficiency_vs_server else "–",
                  f"{p.waiting_share:.0%}"]  # fmt: skip
@@ -167,7 +181,7 @@ def _results(
     kernels: list[tuple[str, KernelResult]] = []
     models: list[tuple[str, ModelResult]] = []
     for path in paths:
-        found = bench_results(path) if path.suffix == ".json" else recorded_results(path)
+        found = bench_results(path) if path.suffix.lower() == ".json" else recorded_results(path)
         kernels += found[0]
         models += found[1]
     return kernels, models
@@ -176,9 +190,12 @@ def _results(
 def _description(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
-    from dltui.userfiles import load_toml
+    from dltui.userfiles import FileProblem, load_toml
 
-    document = load_toml(path, "server description", MAX_DESCRIPTION_BYTES)
+    try:
+        document = load_toml(path, "server description", MAX_DESCRIPTION_BYTES)
+    except FileProblem as exc:
+        raise UsageError(str(exc)) from None
     unknown = sorted(set(document) - {"server", "model"})
     if unknown:
         raise UsageError(f"{path}: unknown table [{unknown[0]}] (known: [server], [model])")
@@ -194,9 +211,16 @@ def _flags(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:
 
 def _layouts(text: str) -> list[Layout]:
     try:
-        return [parse_layout(part) for part in text.split(",") if part.strip()]
+        layouts = [parse_layout(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if not layouts:
+        raise argparse.ArgumentTypeError(f"no layout in {text!r}: SxG,SxG, e.g. 1x8,2x4")
+    return layouts
+
+
+def _json_out(text: str) -> str | Path:
+    return text if text == "-" else output_argument(text)
 
 
 def _share(text: str) -> float:

@@ -244,7 +244,7 @@ def bench_results(
                   for row in document["models"]]  # fmt: skip
     except FileProblem as exc:
         raise PlanError(str(exc)) from None
-    except (ValueError, KeyError, TypeError, AttributeError, ProtocolError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, ProtocolError, RecursionError) as exc:
         raise PlanError(f"{what} {name_of(path)}: not a dltui bench --json file ({exc})") from None
     return kernels, models
 

@@ -47,11 +47,12 @@ def answer(
         raise NothingToPredict(
             f"no one-GPU result of {name} with a step profile: run `dltui "
             f"bench models --model {name} --gpus 1`, or describe the model"
+            + _not_used(found.problems)
         )
     else:
         raise NothingToPredict(
             "nothing to predict from: give results with a step profile "
-            "(dltui bench models --gpus 1 --json) or describe a model"
+            "(dltui bench models --gpus 1 --json) or describe a model" + _not_used(found.problems)
         )
     engine = _engine_of(models, name)
     intra = found.curves.get((engine, INTRA))
@@ -72,6 +73,10 @@ def answer(
     }  # fmt: skip
     fabric = Fabric(intra, inter, inter_measured)
     return what_if(workload, fabric, layouts, target, measured_rates, found.problems)
+
+
+def _not_used(problems: Sequence[str]) -> str:
+    return "".join(f"; not used: {problem}" for problem in problems)
 
 
 def _engine(result: ModelResult) -> str:

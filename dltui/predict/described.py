@@ -22,6 +22,9 @@ from your own measurements where you have them)."""
 TRANSPORT_LATENCY_US = {"rdma": 5.0, "tcp": 30.0}
 """A ring step's latency between servers by default."""
 INTRA_LATENCY_US = 5.0
+SMALLEST = 1e-9
+"""The smallest value a description takes (but zero where allowed): below it a step or a
+transfer would take longer than a float holds."""
 
 KNOWN_PARAMS = {
     "resnet20": 0.27e6, "resnet50": 25.6e6, "resnet101": 44.5e6, "resnet152": 60.2e6,
@@ -64,6 +67,10 @@ class Model:
         return scaled.with_gradient(self.gradient_bytes, self.bucket_bytes)
 
 
+INTRA_KEYS = {"intra_latency_us"}
+NETWORK_KEYS = {"nics", "transport", "efficiency", "network_latency_us"}
+
+
 def server(values: dict[str, Any]) -> Server:
     """[server]: name, gpus, intra_gbps (bus bandwidth inside, GB/s), intra_latency_us,
     network_gbit (each NIC's line rate), nics, transport ("rdma" or "tcp"), efficiency,
@@ -73,8 +80,11 @@ def server(values: dict[str, Any]) -> Server:
     _only(values, known, "server")
     gpus = _int(values, "gpus", "server", 1)
     transport = values.get("transport", "rdma")
-    if transport not in TRANSPORT_EFFICIENCY:
+    if not isinstance(transport, str) or transport not in TRANSPORT_EFFICIENCY:
         raise DescriptionError(f"server.transport is rdma or tcp, not {transport!r}")
+    for level, keys in (("intra_gbps", INTRA_KEYS), ("network_gbit", NETWORK_KEYS)):
+        if level not in values and (given := sorted(keys & set(values))):
+            raise DescriptionError(f"server.{given[0]} describes a link: give server.{level} too")
     intra = None
     if "intra_gbps" in values:
         busbw = _number(values, "intra_gbps", "server") * 1e9
@@ -123,7 +133,11 @@ def model(values: dict[str, Any]) -> Model:
     if not isinstance(overlap, bool):
         raise DescriptionError("model.overlap is true or false")
     bucket = _number(values, "bucket_mb", "model", 25.0) * 2**20
-    return Model(name, batch, step_s, round(params * per_param), overlap, round(bucket))
+    gradient = round(params * per_param)
+    if gradient < 1:
+        raise DescriptionError(f"model.params × gradient_bytes is {params * per_param:g} bytes: "
+                               "params counts parameters, not millions of them")  # fmt: skip
+    return Model(name, batch, step_s, gradient, overlap, round(bucket))
 
 
 def _only(values: dict[str, Any], known: set[str], table: str) -> None:
@@ -141,7 +155,7 @@ def _number(values: dict[str, Any], key: str, table: str, default: float | None 
         raise DescriptionError(f"{table}.{key} is needed")
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         raise DescriptionError(f"{table}.{key} is a number, not {value!r}")
-    if value < 0 or (value == 0 and not zero) or value > 1e18:
+    if value < 0 or (value < SMALLEST and not (value == 0 and zero)) or value > 1e18:
         raise DescriptionError(f"{table}.{key} is out of range: {value!r}")
     return float(value)
 

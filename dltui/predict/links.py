@@ -88,8 +88,10 @@ def fit(
     sizes = sorted({size for size, _ in points})
     if len(sizes) < 2:
         raise ValueError("a link curve needs all-reduces of two sizes at least")
-    if any(seconds <= 0 for _, seconds in points):
-        raise ValueError("an all-reduce time must be positive")
+    if not all(0 < seconds < math.inf for _, seconds in points):
+        raise ValueError("an all-reduce time must be a positive number")
+    if not all(0 <= seconds < math.inf for _, seconds in lost_points):
+        raise ValueError("compute lost beside an all-reduce must be a number from 0")
     a, b = _weighted_line(points)
     if a < 0:
         a = 0.0

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from dltui.predict.links import LinkCurve
 from dltui.predict.workload import AFTER_BACKWARD, Workload, buckets
 
+MAX_GPUS = 1_000_000
+
 
 @dataclass(frozen=True, slots=True)
 class Layout:
@@ -35,11 +37,14 @@ class Layout:
 def parse_layout(text: str) -> Layout:
     """ "2x4" (or 2×4): servers × GPUs each."""
     parts = text.lower().replace("×", "x").split("x")
-    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+    digits = [part.strip() for part in parts]
+    if len(parts) != 2 or not all(part.isascii() and part.isdigit() for part in digits):
         raise ValueError(f"a layout is SERVERSxGPUS, e.g. 2x4: not {text!r}")
-    servers, gpus = (int(part) for part in parts)
-    if servers < 1 or gpus < 1 or servers * gpus > 1_000_000:
+    servers, gpus = (int(part) for part in digits)
+    if servers < 1 or gpus < 1:
         raise ValueError(f"a layout needs at least one server of one GPU: not {text!r}")
+    if servers * gpus > MAX_GPUS:
+        raise ValueError(f"a layout of at most {MAX_GPUS:,} GPUs: not {text!r}")
     return Layout(servers, gpus)
 
 
@@ -169,9 +174,9 @@ def network_for(workload: Workload, layout: Layout, fabric: Fabric, target: floa
     """The network bus bandwidth (bytes/s) at which `layout` reaches `target` efficiency
     against one GPU: where scale-out stops costing more than `1 − target` of each GPU. None
     where no bandwidth would do (the step inside a server or the latency already costs more);
-    0.0 where the layout needs no network."""
+    0.0 where the layout needs no network and reaches it without."""
     if layout.servers == 1:
-        return 0.0
+        return 0.0 if predict(workload, layout, fabric).efficiency_vs_gpu >= target else None
     base = fabric.across(layout.servers)
     if base is None:
         raise MissingLink("no link curve between servers to vary")

@@ -8,10 +8,11 @@ for a described server: gradients evenly over a backward pass that takes two thi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
-from dltui.protocol.bench_results import ModelResult
+from dltui.protocol.bench_results import ModelResult, StepProfile
 
 MEASURED = "measured"
 """Each gradient's ready time was measured (a hook per gradient)."""
@@ -89,6 +90,8 @@ def from_result(result: ModelResult, server: str) -> Workload:
     if result.gpus != 1 or result.servers != 1:
         raise ValueError("a step profile comes from a run on one GPU (or one process)")
     step_s = result.batch / result.images_per_s
+    if (unfit := _unfit(result, result.images_per_s, step_s, profile)) is not None:
+        raise ValueError(f"{server}'s {result.model} result: {unfit} cannot be predicted from")
     measured = profile.overlap and len(profile.ready) == len(profile.gradient_bytes)
     ready = tuple(f * step_s for f in profile.ready) if measured else ()
     timing = MEASURED if measured else AFTER_BACKWARD
@@ -113,6 +116,27 @@ def from_result(result: ModelResult, server: str) -> Workload:
         overhead_s=profile.overhead * step_s,
         step_ratios=ratios,
     )
+
+
+def _unfit(
+    result: ModelResult, images_per_s: float, step_s: float, profile: StepProfile
+) -> str | None:
+    """Which of a result's figures no run could have given (a damaged or hand-edited file)."""
+    fractions = (profile.backward, *profile.ready)
+    checks = (
+        (_positive(images_per_s), f"images/s {images_per_s!r}"),
+        (result.batch >= 1, f"batch {result.batch!r}"),
+        (_positive(step_s), "its step time"),
+        (bool(profile.gradient_bytes) and min(profile.gradient_bytes) > 0, "its gradient sizes"),
+        (all(0 <= f <= 1 for f in fractions), "its gradients' ready times"),
+        (profile.overhead == 0 or _positive(profile.overhead), f"overhead {profile.overhead!r}"),
+        (all(map(_positive, result.step_times)), "its step times"),
+    )
+    return next((what for fit, what in checks if not fit), None)
+
+
+def _positive(value: float) -> bool:
+    return 0 < value < math.inf
 
 
 def described(model: str, batch: int, step_s: float, gradient_bytes: int, overlap: bool,

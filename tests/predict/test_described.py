@@ -55,6 +55,15 @@ def test_a_known_model_needs_no_parameter_count():
         ({"gpus": 1, "network_gbit": 10, "transport": "carrier pigeon"}, "rdma or tcp"),
         ({"gpus": 1, "network_gbit": 10, "efficiency": 1.5}, "at most 1"),
         ({"gpu": 1}, "unknown key 'gpu'"),
+        ({"gpus": 1, "network_gbit": 10, "transport": ["rdma"]}, "rdma or tcp, not"),
+        ({"gpus": 1, "network_gbit": 1e-310}, "server.network_gbit is out of range"),
+        # A key of a link not described would be dropped without a word.
+        (
+            {"gpus": 1, "efficiency": 1.5},
+            "server.efficiency describes a link: give server.network_gbit",
+        ),
+        ({"gpus": 1, "nics": 2}, "server.nics describes a link"),
+        ({"gpus": 1, "intra_latency_us": 3}, "give server.intra_gbps too"),
     ],
 )
 def test_a_bad_server_is_refused_naming_the_key(values, words):
@@ -70,6 +79,8 @@ def test_a_bad_server_is_refused_naming_the_key(values, words):
         ({"name": "mystery", "batch": 64, "images_per_s": 100}, "params is needed"),
         ({"name": "resnet50", "batch": 64, "images_per_s": 100, "overlap": "yes"}, "true or false"),
         ({"name": "resnet50", "batch": 0, "images_per_s": 100}, "model.batch"),
+        ({"name": "resnet50", "batch": 8, "images_per_s": 1e-320}, "images_per_s is out of"),
+        ({"name": "x", "batch": 8, "images_per_s": 10, "params": 0.1}, "params counts"),
     ],
 )
 def test_a_bad_model_is_refused_naming_the_key(values, words):
@@ -110,6 +121,12 @@ def test_predict_answers_for_a_described_server(tmp_path):
         (["--gpus-per-server", "8", "--batch", "64", "--images-per-s", "100"], "intra_gbps"),
         (["--batch", "64", "--images-per-s", "100", "--model", "mystery"], "params is needed"),
         ([], "nothing to predict from"),
+        (["--layouts", ","], "no layout in ','"),
+        (["--server", "missing.toml"], "cannot read server description missing.toml"),
+        (["--server", "tests"], "server description tests: is a folder"),
+        (["--server", "README.md"], "server description README.md is not valid TOML"),
+        (["--json", "tests"], "cannot write tests: tests is a folder"),
+        (["--json", "no/such/out.json"], "cannot write no/such/out.json: no/such is not a folder"),
     ],
 )
 def test_bad_requests_exit_2_with_one_clear_line(args, words):
@@ -117,6 +134,20 @@ def test_bad_requests_exit_2_with_one_clear_line(args, words):
                           cwd=ROOT, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_options_win_over_the_description_and_a_clash_of_models_is_refused(tmp_path):
+    described = tmp_path / "paper.toml"
+    described.write_text(PAPER)  # images_per_s = 220, batch 64: 291 ms a step
+    command = dltui_command("predict", "--server", str(described), "--layouts", "1x1")
+    faster = subprocess.run([*command, "--step-ms", "80"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=60)  # fmt: skip
+    assert faster.returncode == 0, faster.stderr
+    assert "80 ms a step" in faster.stdout and "800" in faster.stdout.splitlines()[-1]
+    clash = subprocess.run([*command, "--model", "vgg16"], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)  # fmt: skip
+    assert clash.returncode == 2
+    assert "--model vgg16 and the described model.name 'resnet50' disagree" in clash.stderr
 
 
 def test_the_h200_recording_gives_an_nvlink_curve_for_a_described_model():

@@ -90,3 +90,34 @@ def test_predict_from_measurements_matches_the_run_on_one_process(measured):
     # Nothing measured between servers: said, not guessed.
     assert rows["2x1"]["predicted_images_per_s"] is None
     assert "between servers" in rows["2x1"]["missing"]
+
+
+H200_PROFILES = ROOT / "docs" / "results" / "profiles-h200.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda run: run.update(images_per_s=float("nan")), "images/s nan"),
+        (lambda run: run.update(images_per_s=-100.0), "images/s -100.0"),
+        (lambda run: run.update(images_per_s=1e-320), "its step time"),
+        (lambda run: run.update(batch=0), "batch 0"),
+        (lambda run: run["profile"].update(overhead=-0.5), "overhead -0.5"),
+        (lambda run: run["profile"].update(gradient_bytes=[0] * 161), "its gradient sizes"),
+        (lambda run: run["profile"].update(ready=[1.5] * 161), "its gradients' ready times"),
+        (lambda run: run.update(step_times=[0.1, float("inf")]), "its step times"),
+    ],
+)
+def test_a_damaged_profile_is_not_predicted_from_and_the_answer_says_why(tmp_path, change, words):
+    from dltui.plans.assertions import bench_results
+    from dltui.predict.answer import NothingToPredict, answer
+
+    document = json.loads(H200_PROFILES.read_text())
+    (run,) = [run for run in document["models"] if run["model"] == "resnet50"]
+    assert len(run["profile"]["gradient_bytes"]) == 161
+    answer(*bench_results(H200_PROFILES), "resnet50")  # whole, it predicts
+    change(run)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps({"results": [], "models": [run]}))
+    with pytest.raises(NothingToPredict, match=re.escape(f"resnet50 result: {words} cannot")):
+        answer(*bench_results(damaged), "resnet50")

@@ -187,7 +187,9 @@ def test_the_network_for_a_target_efficiency_reaches_it():
     assert needed is not None
     # 90% of one GPU: a step of 1/0.9 s, so 0.5 + 1.5 GB/B + 0.2 = 1.111: B ≈ 3.66 GB/s.
     assert needed == pytest.approx(1.5 * GB / (1 / 0.9 - 0.7), rel=1e-3)
-    assert network_for(work, Layout(1, 4), Fabric(curve(INTRA, GB), None), 0.9) == 0.0
+    # One server needs no network: it reaches the target on its own link, or never.
+    assert network_for(work, Layout(1, 4), Fabric(curve(INTRA, 1000 * GB), None), 0.9) == 0.0
+    assert network_for(work, Layout(1, 4), Fabric(curve(INTRA, GB), None), 0.9) is None
     # A whole step of latency: no bandwidth reaches 90%.
     slow = Fabric(None, curve(INTER, busbw=GB, alpha=1.0))
     assert network_for(work, Layout(4, 1), slow, 0.9) is None
@@ -220,10 +222,15 @@ def test_a_described_workload_spreads_its_gradient_over_backward():
     assert all(a < b for a, b in zip(work.ready_s, work.ready_s[1:], strict=False))
 
 
-@pytest.mark.parametrize("text", ["2x", "x4", "0x8", "2x-1", "two by four", "2x4x1"])
+@pytest.mark.parametrize("text", ["2x", "x4", "0x8", "2x-1", "two by four", "2x4x1", "²x2"])
 def test_a_bad_layout_is_refused(text):
     with pytest.raises(ValueError, match="layout"):
         parse_layout(text)
+
+
+def test_a_layout_too_big_says_how_big_one_may_be():
+    with pytest.raises(ValueError, match="at most 1,000,000 GPUs"):
+        parse_layout("1000000000x8")
 
 
 def test_layouts_read_both_ways():

@@ -4,10 +4,13 @@ file unless asked; and `record` says success only for a file that reads back who
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
 
+from dltui.commands import exit_status
+from dltui.outfiles import WriteFailed, write_text
 from dltui.recording.export import export
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
@@ -51,6 +54,26 @@ def test_report_replaces_planted_links(tmp_path, victim):
     write_report([RECORDING], out, print)
     assert victim.read_text() == VICTIM
     assert not (out / "index.md").is_symlink() and "dltui report" in (out / "index.md").read_text()
+
+
+def test_predicts_json_replaces_a_planted_link_and_never_follows_it(tmp_path, victim):
+    link = tmp_path / "table.json"
+    link.symlink_to(victim)
+    command = dltui_command("predict", "--model", "resnet50", "--batch", "64", "--images-per-s",
+                            "220", "--layouts", "1x1", "--json", str(link))  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == VICTIM
+    assert not link.is_symlink() and json.loads(link.read_text())["model"] == "resnet50"
+
+
+def test_a_write_the_file_system_refuses_is_said_as_a_write_failure(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("in the way\n")
+    with pytest.raises(WriteFailed, match=r"cannot write .*a-file/out\.json: Not a directory"):
+        write_text(a_file / "out.json", "{}")
+    assert exit_status.of_error(WriteFailed("x")) == exit_status.WRITE_FAILED
+    assert a_file.read_text() == "in the way\n"
 
 
 def test_an_export_that_fails_midway_leaves_no_half_file(tmp_path):

@@ -38,3 +38,14 @@ def test_a_rendezvous_no_resolver_can_take_is_refused_by_its_name(capsys):
         parser().parse_args(["models", "--rendezvous", "gpu01..lab"])
     assert exit_.value.code == 2
     assert "bad rendezvous address 'gpu01..lab'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("out", "why"), [("no/such/out.json", "no/such is not a folder"), (".", ". is a folder")]
+)
+def test_a_json_file_that_cannot_be_written_is_refused_before_anything_runs(capsys, out, why):
+    """Found after the run, it lost a benchmark's results to a traceback."""
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["models", "--json", out])
+    assert exit_.value.code == 2
+    assert f"cannot write {out}: {why}" in capsys.readouterr().err
