@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import re
+import select
 import sys
 import types
 from typing import NoReturn, Protocol, cast
@@ -101,3 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     except DltuiError as exc:
         print(f"{parser.prog}: {exc}", file=sys.stderr)
         return exit_status.of_error(exc)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # a socket's, not the reader of our output's: a fault to see whole
+        return exit_status.OUTPUT_CLOSED
+
+
+def _stdout_closed() -> bool:
+    """Whether whatever read standard output (`| head`) has gone (a pipe with no reader polls
+    as an error); if so, stdout now points at /dev/null, so that Python's last flush at exit
+    finds no pipe to complain of. Said as quietly as a command that SIGPIPE ends."""
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), select.POLLOUT)
+    if not any(mask & select.POLLERR for _, mask in poller.poll(0)):
+        return False
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return True

@@ -33,6 +33,8 @@ WRITE_FAILED = 74
 """sysexits' EX_IOERR: the file system refused a write (full, read-only, over a size limit)."""
 INTERRUPTED = 130
 """As a shell reports a command stopped by Ctrl-C (or SIGTERM), its jobs cancelled."""
+OUTPUT_CLOSED = 141
+"""As a shell reports a command that SIGPIPE ended: what read its output (`| head`) went away."""
 
 TABLE = {
     OK: "success",
@@ -45,6 +47,7 @@ TABLE = {
     EVENT: "a --fail-on event arrived",
     WRITE_FAILED: "a write failed (disk full, read-only)",
     INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): jobs cancelled",
+    OUTPUT_CLOSED: "what read the output went away (| head)",
 }
 
 JOB_EXIT: dict[JobState, int] = {

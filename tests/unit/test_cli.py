@@ -4,13 +4,14 @@ where to read more; what it says when a word is wrong; --version."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 
 import pytest
 
 from dltui import cli, version
 from dltui.cli import COMMANDS, TUI, main
 from dltui.commands import exit_status
-from tests.conftest import free_port
+from tests.conftest import ROOT, dltui_command, free_port
 
 
 @pytest.mark.parametrize("module", [*(entry.module for entry in COMMANDS.values()), TUI])
@@ -77,3 +78,20 @@ def test_an_invalid_choice_names_the_word_and_the_nearest_choice() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out == f"dltui {version()}\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """`dltui predict … | head`: no traceback, and the status a shell gives a command that
+    SIGPIPE ends. The table is larger than a pipe holds, so the write meets the closed pipe."""
+    layouts = ",".join(f"{servers}x8" for servers in range(1, 2000))
+    command = dltui_command("predict", "--model", "resnet50", "--batch", "64", "--images-per-s",
+                            "220", "--gpus-per-server", "8", "--intra-gbps", "370",
+                            "--network-gbit", "100", "--layouts", layouts)  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=ROOT) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"# predicted: resnet50")
+        process.stdout.close()
+        said = process.stderr.read()
+        assert process.wait(timeout=60) == exit_status.OUTPUT_CLOSED == 141
+    assert said == b""

@@ -19,7 +19,8 @@ TARGET = Target("tcp", "gpu-01", 7070)
 def test_every_code_means_one_thing() -> None:
     codes = [exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED,
              exit_status.BUSY, exit_status.ASSERTION_FAILED, exit_status.UNREACHABLE,
-             exit_status.EVENT, exit_status.WRITE_FAILED, exit_status.INTERRUPTED]  # fmt: skip
+             exit_status.EVENT, exit_status.WRITE_FAILED, exit_status.INTERRUPTED,
+             exit_status.OUTPUT_CLOSED]  # fmt: skip
     assert len(set(codes)) == len(codes) and set(codes) == set(exit_status.TABLE)
     assert exit_status.INTERRUPTED == 130 and exit_status.USAGE == 2  # a shell's and argparse's
 
