@@ -39,6 +39,9 @@ from dltui.recording.reader import RecordingReader
 
 AFTER_PLAN_S = 2.0
 """How long the recording goes on after the plans end: the servers settling."""
+CANCEL_WAIT_S = 10.0
+"""How long a stopped recording waits for the agents to confirm its jobs cancelled (an agent
+kills a worker that has not stopped within 3 s of being asked)."""
 
 
 class RecordingStopped(DltuiError):
@@ -214,9 +217,12 @@ async def _until_stopped(
         await _wait_for(stop, duration)
         return exit_status.OK
 
+    runs: list[PlanRun] = []
+
     def plans() -> PlanRun:
         agents = session.connections
-        return PlanRun([(p, is_across(p, len(agents))) for p in plan.plans], agents)
+        runs.append(PlanRun([(p, is_across(p, len(agents))) for p in plan.plans], agents))
+        return runs[0]
 
     async def ended(run: PlanRun, state: JobState) -> None:
         for failure in run.failures:
@@ -228,6 +234,11 @@ async def _until_stopped(
     stopped = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait([stopped, ran], timeout=duration, return_when="FIRST_COMPLETED")
+        if not ran.done() and runs:
+            # Stopped while the plans ran: their jobs are cancelled on the agents, which say
+            # so, as `dltui bench` does on Ctrl-C; plans that had ended are checked as ended.
+            await runs[0].cancel()
+            await asyncio.wait([ran], timeout=CANCEL_WAIT_S)
         if not ran.done():
             return exit_status.INTERRUPTED  # stopped before the plans ended
         return ran.result()  # Unreachable now, when an agent could not be reached

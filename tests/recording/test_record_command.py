@@ -9,7 +9,14 @@ import time
 import pytest
 
 from dltui.commands.exit_status import UNREACHABLE
-from dltui.protocol.messages import ConnectionState, JobEnd, JobResult, Sample, Welcome
+from dltui.protocol.messages import (
+    ConnectionState,
+    JobEnd,
+    JobProgress,
+    JobResult,
+    Sample,
+    Welcome,
+)
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
 from tests.recordings import seconds_on_disk
@@ -92,6 +99,32 @@ def test_a_plan_runs_while_recording_and_ends_it(agent, tmp_path):
     (ended,) = [r.received for r in records if isinstance(r.message, JobEnd)]
     settling = [r for r in records if isinstance(r.message, Sample) and r.received > ended]
     assert settling and settling[-1].received - ended > 1.5
+
+
+def test_ctrl_c_cancels_the_plans_jobs_on_the_agent(agent, tmp_path):
+    """Stopped mid-plan, the recorder once exited 130 ("jobs cancelled") while the agent ran
+    the plan on, and refused the next client as busy until it ended."""
+    require("torch")
+    plan = tmp_path / "long.toml"
+    plan.write_text(
+        '[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\niterations = 100000\n'
+        "max_seconds = 60\n"
+    )
+    path = tmp_path / "stopped.dlrec"
+    recorder = subprocess.Popen(
+        dltui_command("record", "-o", str(path), "--plan", str(plan), agent.address),
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def running() -> bool:
+        return any(isinstance(r.message, JobProgress) for r in RecordingReader(path).read_all())
+
+    wait_for(lambda: path.exists() and running(), timeout=60, what="the plan's job running")
+    recorder.send_signal(signal.SIGINT)
+    _, stderr = recorder.communicate(timeout=30)
+    assert recorder.returncode == 130 and "Traceback" not in stderr, stderr
+    _, records = records_of(path)
+    assert [r.message.state for r in records if isinstance(r.message, JobEnd)] == ["cancelled"]
 
 
 def test_a_plan_on_an_agent_that_cannot_be_reached_fails_at_once(tmp_path):
