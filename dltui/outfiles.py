@@ -34,13 +34,17 @@ class Replacement:
         """Make the written file the target: made durable first, then renamed over it."""
         if self._done:
             return
-        fd = os.open(self.path, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(self.path, 0o666 & ~_umask())  # as a file created in place would be
-        os.replace(self.path, self.target)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.chmod(self.path, 0o666 & ~_umask())  # as a file created in place would be
+            os.replace(self.path, self.target)
+        except OSError:
+            self.discard()  # e.g. a folder at the target: no copy is left beside it
+            raise
         self._done = True
 
     def discard(self) -> None:
@@ -75,9 +79,11 @@ def write_text(target: Path, text: str) -> None:
         raise WriteFailed(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
-def unwritable(target: Path) -> str | None:
-    """Why no file can be written at `target`, asked before the work that would fill it: a
-    folder there, or no folder to hold it; None where it can be tried."""
+def unwritable(target: Path, folder: bool = False) -> str | None:
+    """Why no file (with `folder`: no folder of files, made as needed) can be written at
+    `target`, asked before the work that would fill it; None where it can be tried."""
+    if folder:
+        return f"{target} is not a folder" if target.exists() and not target.is_dir() else None
     if target.is_dir():
         return f"{target} is a folder"
     if not target.parent.is_dir():

@@ -7,7 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from dltui.recording.export import FORMATS, export
+from dltui.errors import UsageError
+from dltui.outfiles import WriteFailed, unwritable
+from dltui.recording.export import FOLDER_FORMATS, FORMATS, export
+from dltui.recording.format import MAGIC
 
 
 def parser() -> argparse.ArgumentParser:
@@ -27,7 +30,15 @@ def parser() -> argparse.ArgumentParser:
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
-    rows = export(args.files, args.format, args.output, _say)
+    out = args.output
+    if (problem := unwritable(out, folder=args.format in FOLDER_FORMATS)) is not None:
+        raise UsageError(f"cannot write {out}: {problem}")
+    if _is_recording(out):  # `-o monday.dlrec friday.dlrec` would lose a session for good
+        raise UsageError(f"{out} is a recording: export writes its tables elsewhere")
+    try:
+        rows = export(args.files, args.format, out, _say)
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from None
     if args.format == "openmetrics":
         print(f"dltui export: {rows['telemetry']} points, {rows['results']} kernel results and "
               f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
@@ -36,6 +47,14 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
           f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
           f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
     return 0
+
+
+def _is_recording(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
 
 
 def _say(note: str) -> None:

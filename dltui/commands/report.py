@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dltui.errors import UsageError
+from dltui.outfiles import WriteFailed, unwritable
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,7 +27,12 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError("the report needs matplotlib (pip install 'dltui[report]')")
     from dltui.recording.report import write_report
 
-    index = write_report(args.files, args.output, _say)
+    if (problem := unwritable(args.output, folder=True)) is not None:
+        raise UsageError(f"cannot write {args.output}: {problem}")
+    try:
+        index = write_report(args.files, args.output, _say)
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {args.output}: {exc.strerror or exc}") from None
     print(f"dltui report: {index} and {index.with_suffix('.html')}")
     return 0
 

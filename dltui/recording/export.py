@@ -38,6 +38,8 @@ from dltui.recording.table_writers import (
 
 STEP_COLUMNS = ("recording", "server", "job", "model", "gpus", "servers", "step", "seconds")
 FORMATS = ("csv", "json", "parquet", "openmetrics")
+FOLDER_FORMATS = ("csv", "parquet")
+"""Formats written as a folder of one file a table; the others are one file."""
 TABLES = ("telemetry", "results", "models", "steps", "events", "processes")
 SMALL_TABLES = TABLES[1:]
 FIXED_COLUMNS = {"steps": STEP_COLUMNS, "events": EVENT_COLUMNS, "processes": PROCESS_COLUMNS}

@@ -5,12 +5,14 @@ file unless asked; and `record` says success only for a file that reads back who
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 
 import pytest
 
+from dltui import cli
 from dltui.commands import exit_status
-from dltui.outfiles import WriteFailed, write_text
+from dltui.outfiles import Replacement, WriteFailed, write_text
 from dltui.recording.export import export
 from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
@@ -116,3 +118,52 @@ def test_a_recording_never_writes_through_a_link(tmp_path, victim):
         assert recorder.returncode == 74 and "does not read back whole" in stderr, stderr
     finally:
         agent.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["export", "--format", "json", "-o", "{tmp}/victim.dlrec", "{tmp}/victim.dlrec"],
+         "victim.dlrec is a recording"),
+        (["export", "-o", "{tmp}/victim.dlrec", "{rec}"], "victim.dlrec is not a folder"),
+        (["export", "--format", "openmetrics", "-o", "{tmp}", "{rec}"], "is a folder"),
+        (["export", "--format", "json", "-o", "{tmp}/no/x.json", "{rec}"], "no is not a folder"),
+        (["report", "-o", "{tmp}/victim.dlrec", "{rec}"], "victim.dlrec is not a folder"),
+    ],
+)  # fmt: skip
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, args,
+                                                                     words):  # fmt: skip
+    """Each was a traceback once, and the first wrote JSON over the recording it read."""
+    kept = RECORDING.read_bytes()
+    (tmp_path / "victim.dlrec").write_bytes(kept)
+    argv = [arg.format(tmp=tmp_path, rec=RECORDING) for arg in args]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == exit_status.USAGE and words in capsys.readouterr().err
+    assert (tmp_path / "victim.dlrec").read_bytes() == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.dlrec"]
+
+
+def test_a_replacement_that_cannot_take_its_place_leaves_no_copy(tmp_path):
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(IsADirectoryError), Replacement(tmp_path / "taken") as replacement:
+        replacement.path.write_text("tables")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_an_export_the_file_size_limit_stops_is_a_write_failure(tmp_path):
+    """As a full disk would: exit 74 and one line, the old file kept, no copy left."""
+    out = tmp_path / "tables.json"
+    out.write_text("the previous export\n")
+    limit = 20 * 1024
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = dltui_command("export", "--format", "json", "-o", str(out), str(RECORDING))
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          preexec_fn=small_files)  # fmt: skip
+    assert done.returncode == exit_status.WRITE_FAILED
+    assert done.stderr == f"dltui export: cannot write {out}: File too large\n"
+    assert out.read_text() == "the previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tables.json"]
