@@ -102,9 +102,12 @@ class Phase:
                 seen.value = energy
 
     def gpus(self) -> set[int]:
-        """The GPUs the case ran on, as far as its result says; every GPU seen otherwise."""
+        """The GPUs the case ran on, as far as its result says (none for a case on the CPU);
+        every GPU seen otherwise."""
         seen = {index for index, _ in self._sums} | set(self._energy)
         result = self.result
+        if result is not None and result.device == "cpu":
+            return set()  # the GPUs' idle readings are none of a CPU case's
         if isinstance(result, KernelResult) and result.kind not in COLLECTIVES:
             _, _, number = result.device.partition(":")
             if number.isdigit():

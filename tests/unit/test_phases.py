@@ -69,6 +69,17 @@ def test_a_case_runs_from_a_new_done_to_its_result_over_the_gpu_it_used() -> Non
     assert tracker.finished()[-1].per_watt is None
 
 
+def test_a_case_on_the_cpu_takes_none_of_the_gpus_readings() -> None:
+    """A report once gave a CPU GEMM the idle GPUs' power as its own."""
+    tracker = PhaseTracker()
+    tracker.observe("a", JobProgress("j", 0, 1, "gemm 64"), 0.0)
+    for t in (0.5, 1.0, 1.5):
+        tracker.observe("a", sample(t, (150, 150)), t)
+    tracker.observe("a", JobResult("j", replace(GEMM, device="cpu")), 2.0)
+    (phase,) = tracker.finished()
+    assert phase.gpus() == set() and phase.telemetry == {}
+
+
 def test_energy_counter_gives_the_power_of_a_long_phase() -> None:
     tracker = PhaseTracker()
     tracker.observe("a", JobProgress("j", 0, 1, "resnet50"), 0.0)
