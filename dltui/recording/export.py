@@ -28,7 +28,7 @@ from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.messages import Event, JobResult, Sample, Welcome
 from dltui.protocol.wire import to_plain
 from dltui.recording.health_tables import EVENT_COLUMNS, PROCESS_COLUMNS, ProcessTable, event_row
-from dltui.recording.reader import Say, timed_records
+from dltui.recording.reader import Say, recording_names, timed_records
 from dltui.recording.table_writers import (
     CsvWriter,
     JsonWriter,
@@ -65,8 +65,8 @@ def export(paths: list[Path], fmt: str, out: Path, say: Say) -> dict[str, int]:
     writer = _writer(fmt, out)
     small: dict[str, list[Row]] = {name: [] for name in SMALL_TABLES}
     try:
-        for path in paths:
-            _tables(path, writer, small, say)
+        for name, path in zip(recording_names(paths), paths, strict=True):
+            _tables(path, name, writer, small, say)
         writer.finish(small, FIXED_COLUMNS)
     finally:
         writer.close()
@@ -85,9 +85,11 @@ def _writer(fmt: str, out: Path) -> TelemetryWriter:
     return ParquetWriter(out)
 
 
-def _tables(path: Path, writer: TelemetryWriter, small: dict[str, list[Row]], say: Say) -> None:
-    """One recording's telemetry to `writer`, its other tables' rows added to `small`."""
-    recording = path.stem
+def _tables(
+    path: Path, recording: str, writer: TelemetryWriter, small: dict[str, list[Row]], say: Say
+) -> None:
+    """One recording's telemetry to `writer`, its other tables' rows added to `small`, each
+    row naming it `recording`."""
     hostnames: dict[str, str] = {}
     runs: list[tuple[str, ModelResult]] = []
     models: list[Row] = []

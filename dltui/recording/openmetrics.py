@@ -36,7 +36,7 @@ from dltui.protocol.metric_names import (
     progress_points,
     sample_points,
 )
-from dltui.recording.reader import Say, timed_records
+from dltui.recording.reader import Say, in_time_order, timed_records
 
 BLOCK = 4096
 """Pairs a series holds before they go to the spill file."""
@@ -157,7 +157,7 @@ def export_openmetrics(paths: list[Path], out: Path, say: Say) -> dict[str, int]
     results = models = 0
     with tempfile.TemporaryFile(prefix="dltui-openmetrics-") as spill:
         writer = OpenMetricsWriter(spill)
-        for path in paths:
+        for path in in_time_order(paths):  # a series' points go forward in time, or are lost
             inventories: dict[str, Inventory] = {}
             labels: dict[str, dict[int, tuple[str, ...]]] = {}
             for record, _ in timed_records(path, say):

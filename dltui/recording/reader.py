@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -75,6 +75,23 @@ class RecordingReader:
 
 Say = Callable[[str], object]
 """Where a note for a person goes (a command prints it; library code never does)."""
+
+
+def recording_names(paths: Sequence[Path]) -> list[str]:
+    """What each recording is called in tracks, tables and reports: its file's stem, made
+    unique where two agree (monday/x.dlrec and friday/x.dlrec: x and x')."""
+    names: list[str] = []
+    for path in paths:
+        name = path.stem
+        while name in names:
+            name += "'"
+        names.append(name)
+    return names
+
+
+def in_time_order(paths: Sequence[Path]) -> list[Path]:
+    """Recordings by the time each began (RecordingError for one that is not a recording)."""
+    return sorted(paths, key=lambda path: RecordingReader(path).header.started)
 
 
 def timed_records(path: Path, say: Say) -> Iterator[tuple[Record, float]]:

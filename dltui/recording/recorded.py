@@ -15,7 +15,7 @@ from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import Welcome
 from dltui.recording.format import Header, Record
 from dltui.recording.phases import phases
-from dltui.recording.reader import RecordingReader, Say
+from dltui.recording.reader import RecordingReader, Say, recording_names
 
 
 @dataclass
@@ -51,10 +51,10 @@ class RecordedSession:
 def load(paths: list[Path], say: Say) -> list[RecordedSession]:
     """Each recording read whole; a damaged one's note goes to `say`."""
     sessions = []
-    for path in paths:
+    for name, path in zip(recording_names(paths), paths, strict=True):
         reader = RecordingReader(path)
         records = reader.read_all()
         if note := reader.damage_report():
             say(note)
-        sessions.append(RecordedSession(path.stem, reader.header, records, phases(records)))
+        sessions.append(RecordedSession(name, reader.header, records, phases(records)))
     return sessions

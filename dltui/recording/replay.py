@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dltui.fleet.state import SERIES_CAPACITY, Fleet
 from dltui.recording.format import Record
-from dltui.recording.reader import damage_report
+from dltui.recording.reader import damage_report, recording_names
 from dltui.recording.timeline import Timeline
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -79,14 +79,9 @@ class Track:
 
 
 def load_tracks(paths: list[Path]) -> list[Track]:
-    """A track per file, named by the file's stem (made unique where two stems agree)."""
-    tracks: list[Track] = []
-    for path in paths:
-        name = path.stem
-        while any(track.name == name for track in tracks):
-            name += "'"
-        tracks.append(Track(name, Timeline(path)))
-    return tracks
+    """A track per file, named as `recording_names` says."""
+    return [Track(name, Timeline(path)) for name, path in zip(recording_names(paths), paths,
+                                                                 strict=True)]  # fmt: skip
 
 
 class ReplaySet:
