@@ -177,21 +177,23 @@ class ClientSession:
             (handshake_timeout(connection.target) for connection in self.connections), default=0
         )
         try:
-            await self.until(lambda: self._failed() is not None or self._all_welcomed(), limit)
+            await self.until(
+                lambda: self.failed_before_welcome() is not None or self._all_welcomed(), limit
+            )
         except TimeoutError:
             silent = next(c for c in self.connections if c.welcome is None)
             if silent.state == "busy":  # told busy at every try, with backoff, until the limit
                 reason = f"no room for us within {limit:g} s"
                 raise Unreachable(silent.target, reason, False, busy=True) from None
             raise Unreachable(silent.target, f"no answer within {limit:g} s", False) from None
-        failed = self._failed()
+        failed = self.failed_before_welcome()
         if failed is not None:
             raise failed
 
     def _all_welcomed(self) -> bool:
         return all(connection.welcome is not None for connection in self.connections)
 
-    def _failed(self) -> Unreachable | None:
+    def failed_before_welcome(self) -> Unreachable | None:
         """The first agent, in the targets' order, that failed before its welcome."""
         for connection in self.connections:
             link = self._failures.get(connection.source)

@@ -215,6 +215,10 @@ async def _until_stopped(
     """Until a signal, the duration, or the plans' end and a moment more: the exit status."""
     if not plan.plans:
         await _wait_for(stop, duration)
+        # Kept trying all along: an agent never reached (a wrong secret never mends) is no
+        # success, though what was seen of it, the attempts, is in the file.
+        if (never := session.failed_before_welcome()) is not None:
+            raise never
         return exit_status.OK
 
     runs: list[PlanRun] = []

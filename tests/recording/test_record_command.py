@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dltui.commands.exit_status import UNREACHABLE
+from dltui.commands.exit_status import REFUSED, UNREACHABLE
 from dltui.protocol.messages import (
     ConnectionState,
     JobEnd,
@@ -154,3 +154,21 @@ def test_a_bad_plan_file_is_a_clear_error(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "unknown keys shell" in result.stderr
     assert not (tmp_path / "x.dlrec").exists()
+
+
+def test_an_agent_never_reached_in_the_whole_recording_is_no_success(agent, tmp_path):
+    """Without a plan the recorder keeps trying; at the end, an agent it never reached (here
+    one that refuses the secret) is said, with its exit status, and the file keeps the tries."""
+    secret = tmp_path / "secret"
+    secret.write_text("not the agent's secret at all\n")
+    secret.chmod(0o600)
+    path = tmp_path / "refused.dlrec"
+    command = dltui_command("record", "-o", str(path), "--duration", "1", "--secret-file",
+                            str(secret), agent.address)  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == REFUSED, result.stderr
+    assert f"{agent.address} refused the connection" in result.stderr
+    _, records = records_of(path)
+    assert "auth_failed" in [
+        r.message.state for r in records if isinstance(r.message, ConnectionState)
+    ]
