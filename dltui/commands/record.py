@@ -145,6 +145,8 @@ async def _record(
             path.unlink()  # a link itself, never what it points at
         writer = start_recording(session, path, lambda _: loop.call_soon_threadsafe(stop.set))
     except FileExistsError:
+        if path.is_dir():
+            raise UsageError(f"{path} is a folder: name the recording's file") from None
         raise UsageError(f"{path} exists; say --overwrite to replace it") from None
     except OSError as exc:
         raise UsageError(f"cannot create {path}: {exc.strerror}") from None

@@ -84,16 +84,14 @@ def encode_record(record: Record) -> bytes:
 def decode_header(data: bytes) -> tuple[Header, int, int]:
     """The header, the format version and the offset of what follows the header (records or
     chunks); RecordingError if this is no recording or one from a newer dltui."""
-    if len(data) < _PREAMBLE.size or not data.startswith(MAGIC):
+    if not data.startswith(MAGIC):
         raise RecordingError("not a dltui recording (no DLTUIREC magic at the start)")
+    if len(data) < _PREAMBLE.size:
+        raise RecordingError(f"truncated at byte {len(data):,}, inside its header: it holds "
+                             "no frames")  # fmt: skip
     _, version, length, crc = _PREAMBLE.unpack_from(data)
-    if version < 1:
-        raise RecordingError(f"recording format version {version} does not exist")
-    if version > VERSION:
-        raise RecordingError(
-            f"recording format version {version} is newer than this dltui reads ({VERSION}); "
-            "upgrade dltui"
-        )
+    # Every version begins so: the header's checksum is checked before its version is
+    # believed, so that damage is not taken for a newer dltui's file.
     if length > MAX_HEADER:
         raise RecordingError(f"the recording's header is implausibly long ({length:,} bytes)")
     if len(data) < _PREAMBLE.size + length:
@@ -102,6 +100,13 @@ def decode_header(data: bytes) -> tuple[Header, int, int]:
     body = data[_PREAMBLE.size : _PREAMBLE.size + length]
     if zlib.crc32(body) != crc:
         raise RecordingError("the recording's header is damaged (checksum mismatch)")
+    if version < 1:
+        raise RecordingError(f"recording format version {version} does not exist")
+    if version > VERSION:
+        raise RecordingError(
+            f"recording format version {version} is newer than this dltui reads ({VERSION}); "
+            "upgrade dltui"
+        )
     try:
         fields: Any = decode_body(body)
         header = Header(

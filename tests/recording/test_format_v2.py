@@ -191,6 +191,12 @@ def test_foreign_newer_and_damaged_headers_are_clear_errors(tmp_path, layout):
     broken[layout.first - 1] ^= 1
     with pytest.raises(RecordingError, match="header is damaged"):
         read(tmp_path / "broken.dlrec", bytes(broken))
+    # Damage is not taken for a newer dltui's file, nor a short file for a foreign one.
+    garbage = MAGIC + struct.pack(">HII", 52318, 16, 0) + bytes(range(40, 56))
+    with pytest.raises(RecordingError, match="header is damaged"):
+        decode_header(garbage)
+    with pytest.raises(RecordingError, match="truncated at byte 12, inside its header"):
+        decode_header(layout.data[:12])
     with pytest.raises(RecordingError, match="cannot read"):
         RecordingReader(tmp_path / "missing.dlrec")
 

@@ -95,3 +95,12 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
         said = process.stderr.read()
         assert process.wait(timeout=60) == exit_status.OUTPUT_CLOSED == 141
     assert said == b""
+
+
+def test_a_recording_named_as_a_folder_is_said_so_even_with_overwrite(capsys, tmp_path):
+    for extra in ([], ["--overwrite"]):
+        with pytest.raises(SystemExit) as exited:
+            main(["record", "-o", str(tmp_path), "--duration", "1", *extra])
+        assert exited.value.code == 2
+        assert f"{tmp_path} is a folder: name the recording's file" in capsys.readouterr().err
+    assert tmp_path.is_dir() and not any(tmp_path.iterdir())
