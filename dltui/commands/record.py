@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import stat
 import sys
@@ -32,10 +33,11 @@ from dltui.commands.options import (
 from dltui.errors import DltuiError, UsageError
 from dltui.formatting import fmt_bytes
 from dltui.plans.files import PlanFile, load_plan_file
-from dltui.protocol.messages import SEVERITIES, Event, JobState, Message, Severity
+from dltui.protocol.messages import SEVERITIES, Event, JobState, Message, Severity, Welcome
 from dltui.recording.format import RecordingError
 from dltui.recording.live import start_recording, stop_recording
 from dltui.recording.reader import RecordingReader
+from dltui.recording.writer import RecordingWriter
 
 AFTER_PLAN_S = 2.0
 """How long the recording goes on after the plans end: the servers settling."""
@@ -140,16 +142,18 @@ async def _record(
     """Record until stopped (with plans: until they end, and a moment more); the exit status."""
     stop = asyncio.Event()  # a signal, the writer's failure, or an event that severe
     loop = asyncio.get_running_loop()
+    replacing = overwrite and _replaceable(path)
+    writing = path.with_name(f".{path.name}.{os.getpid()}.new") if replacing else path
     try:
-        if overwrite and _replaceable(path):
-            path.unlink()  # a link itself, never what it points at
-        writer = start_recording(session, path, lambda _: loop.call_soon_threadsafe(stop.set))
+        writer = start_recording(session, writing, lambda _: loop.call_soon_threadsafe(stop.set))
     except FileExistsError:
         if path.is_dir():
             raise UsageError(f"{path} is a folder: name the recording's file") from None
         raise UsageError(f"{path} exists; say --overwrite to replace it") from None
     except OSError as exc:
         raise UsageError(f"cannot create {path}: {exc.strerror}") from None
+    if replacing:
+        session.subscribe(_Replace(writer, path))
     alarm = _Alarm(fail_on, stop)
     session.subscribe(alarm)
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -166,10 +170,14 @@ async def _record(
             names = session.names()
     finally:
         stop_recording(session, writer)
-        if writer.failure is not None:
+        if writer.path != path:  # --overwrite, and no agent ever said who it is
+            writer.path.unlink()
+            _say(f"{path} is kept as it was: no agent was reached to record")
+        elif writer.failure is not None:
             raise RecordingStopped(writer.failure)
-        _read_back(path, writer.records)
-        _say(f"{writer.records} frames, {fmt_bytes(writer.bytes_written)} in {path}")
+        else:
+            _read_back(path, writer.records)
+            _say(f"{writer.records} frames, {fmt_bytes(writer.bytes_written)} in {path}")
     if alarm.raised is not None:
         source, event = alarm.raised
         where = f"GPU {event.gpu}" if event.gpu is not None else "host"
@@ -181,6 +189,21 @@ async def _record(
         raise AssertionsFailed(f"{len(verdict)} assertion failure(s) of {len(plan.assertions)} "
                                "assertion(s)")  # fmt: skip
     return status
+
+
+class _Replace:
+    """`--overwrite`: the new recording is written beside the old one and takes its name once
+    an agent says who it is (a link there is replaced, never followed). Until then, a run
+    that reaches no agent leaves the old recording as it was."""
+
+    def __init__(self, writer: RecordingWriter, target: Path) -> None:
+        self.writer = writer
+        self.target = target
+
+    def __call__(self, source: str, message: Message) -> None:
+        if isinstance(message, Welcome) and self.writer.path != self.target:
+            os.replace(self.writer.path, self.target)
+            self.writer.path = self.target
 
 
 def _read_back(path: Path, written: int) -> None:

@@ -172,3 +172,22 @@ def test_an_agent_never_reached_in_the_whole_recording_is_no_success(agent, tmp_
     assert "auth_failed" in [
         r.message.state for r in records if isinstance(r.message, ConnectionState)
     ]
+
+
+def test_overwrite_keeps_the_old_recording_until_an_agent_answers(agent, tmp_path):
+    """It removed the old file first: a night the agent was down cost the last good one."""
+    path = tmp_path / "nightly.dlrec"
+    old = (ROOT / "tests" / "fixtures" / "cpu-kernels.dlrec").read_bytes()
+    path.write_bytes(old)
+    nobody = f"127.0.0.1:{free_port()}"
+    command = dltui_command("record", "-o", str(path), "--overwrite", "--duration", "1")
+    missed = subprocess.run([*command, nobody], capture_output=True, text=True, cwd=ROOT,
+                            timeout=60)  # fmt: skip
+    assert missed.returncode == UNREACHABLE and "kept as it was" in missed.stderr
+    assert path.read_bytes() == old and [p.name for p in tmp_path.iterdir()] == [path.name]
+    done = subprocess.run([*command, agent.address], capture_output=True, text=True, cwd=ROOT,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reader, records = records_of(path)
+    assert reader.header.sources == {agent.address: agent.address} and records
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
