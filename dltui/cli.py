@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     except DltuiError as exc:
         print(f"{parser.prog}: {exc}", file=sys.stderr)
         return exit_status.of_error(exc)
+    except KeyboardInterrupt:  # Ctrl-C before the command took signals itself (connecting)
+        return exit_status.INTERRUPTED
     except BrokenPipeError:
         if not _stdout_closed():
             raise  # a socket's, not the reader of our output's: a fault to see whole

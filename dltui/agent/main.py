@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
 from dltui.agent import footprint
@@ -53,8 +56,14 @@ def run(
         # Over stdio the client is the user who started the agent (a local spawn, or ssh into
         # that user's account): its plans may read any folder that user can.
         data_dirs = ("/",)
-    agent = Agent(sampler.inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs,
-                  rules, sampling=sampler.set_rate)  # fmt: skip
+    try:
+        with _signals_stop_start_up():  # NVML may take seconds a GPU to start, or hang
+            inventory = sampler.inventory
+    except _StoppedStartingUp:
+        log.info("agent stopping on signal")
+        return 0
+    agent = Agent(inventory, rate_hz, stable_agent_id(where), secret, tls, data_dirs, rules,
+                  sampling=sampler.set_rate)  # fmt: skip
     footprint.hand_back_freed()  # NVML has started: the inventory is taken
     sampler.set_rate(agent.demand.rate_hz)  # slowly, until a client or a scraper asks for more
 
@@ -89,6 +98,23 @@ def run(
     finally:
         sampler.stop()
     return 0
+
+
+class _StoppedStartingUp(Exception):
+    """SIGINT or SIGTERM arrived while the agent started, before its loop handles them."""
+
+
+@contextmanager
+def _signals_stop_start_up() -> Iterator[None]:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _StoppedStartingUp
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 async def _with_metrics(serve: Awaitable[None], metrics: MetricsServer | None) -> None:

@@ -48,6 +48,8 @@ from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.messages import JobState
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
+STOPS = (signal.SIGINT, signal.SIGTERM)
+"""Ctrl-C, and what `timeout`, CI runners and systemd stop a command with: the jobs cancelled."""
 EXIT_STATUSES = exit_status.epilog(
     exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED, exit_status.BUSY,
     exit_status.ASSERTION_FAILED, exit_status.UNREACHABLE, exit_status.INTERRUPTED,
@@ -389,11 +391,13 @@ async def _bench(
         tables.append(table)
         session.subscribe(table)
         table.start(session.welcomes())
-        loop.add_signal_handler(signal.SIGINT, table.interrupt)
+        for stop in STOPS:
+            loop.add_signal_handler(stop, table.interrupt)
         return run
 
     async def ended(run: PlanRun, state: JobState) -> None:
-        loop.remove_signal_handler(signal.SIGINT)
+        for stop in STOPS:
+            loop.remove_signal_handler(stop)
         tables[0].end(state)
 
     assertions, baseline = checks
@@ -401,7 +405,8 @@ async def _bench(
         try:
             status = await run_plans_headless(session, plans, _say, assertions, baseline, ended)
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            for stop in STOPS:
+                loop.remove_signal_handler(stop)
     if json_out is not None and tables:
         write_text(json_out, json.dumps(tables[0].report(session), indent=2) + "\n")
     return status

@@ -5,6 +5,7 @@ stalling the other GPUs; a real agent keeps serving; the TUI shows each GPU's st
 from __future__ import annotations
 
 import itertools
+import signal
 import threading
 
 import pytest
@@ -165,6 +166,19 @@ async def test_an_agent_whose_nvml_hangs_as_it_starts_serves_the_host(agent_fact
     assert len(samples) >= 5 and all(sample.gpus == [] for sample in samples)
     assert any("nvmlDeviceGetName did not return" in line for line in agent.log)
     await client.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_while_nvml_starts_stops_the_agent_cleanly(agent_factory, fake_nvml, tmp_path,
+                                                             stop):  # fmt: skip
+    """Before its loop ran, Ctrl-C was a traceback and SIGTERM a silent death (143)."""
+    hung = tmp_path / "hung"
+    fake_nvml({"gpus": [{"hangs": ["nvmlDeviceGetName"]}], "hung": str(hung)})
+    agent = agent_factory("--nvml-timeout", "60", wait=False)
+    wait_for(hung.exists, timeout=30, what="NVML hanging as the agent starts")
+    assert agent.stop(stop) == 0
+    wait_for(lambda: any("agent stopping on signal" in line for line in agent.log), timeout=10)
+    assert not any("Traceback" in line for line in agent.log), agent.log
 
 
 async def test_an_agent_with_failing_gpus_keeps_serving(faulty_agent):

@@ -6,6 +6,7 @@ pass, or fail with a line per case and exit 5."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 
 import psutil
@@ -14,7 +15,7 @@ import pytest
 from dltui.commands.exit_status import REFUSED
 from dltui.protocol.messages import Subscribe
 from tests.agents import connect, listed, until
-from tests.conftest import ROOT, dltui_command, require
+from tests.conftest import ROOT, dltui_command, require, wait_for
 from tests.fakes.gpu_work import hold, stop
 
 require("torch")
@@ -134,3 +135,24 @@ def test_a_plan_files_assert_table_decides_records_exit(agent_factory, tmp_path)
     assert done.returncode == 5, done.stderr
     assert "dltui record: FAIL fast (tflops>=1e6 shape=64x64x64): " in done.stderr
     assert done.stderr.strip().endswith("1 assertion failure(s) of 1 assertion(s)")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_bench_cancels_its_jobs_on_the_agent(agent_factory, stop):
+    """SIGTERM (timeout, CI, systemd) once killed the client and left the job running."""
+    agent = agent_factory()
+    long = ("--set", "tiny", "--kind", "gemm", "--device", "cpu", "--iterations", "100000",
+            "--max-seconds", "60")  # fmt: skip
+    bench = subprocess.Popen(dltui_command("bench", "kernels", "--agent", agent.address, *long),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=ROOT)  # fmt: skip
+
+    def workers() -> list[psutil.Process]:
+        tree = psutil.Process(agent.process.pid).children(recursive=True)
+        return [p for p in tree if "dltui.bench.worker" in " ".join(p.cmdline())]
+
+    wait_for(workers, timeout=60, what="the job's worker")
+    bench.send_signal(stop)
+    _, said = bench.communicate(timeout=30)
+    assert bench.returncode == 130 and "# cancelled" in said and "Traceback" not in said, said
+    wait_for(lambda: not workers(), timeout=15, what="the worker gone")

@@ -4,6 +4,8 @@ where to read more; what it says when a word is wrong; --version."""
 from __future__ import annotations
 
 import importlib
+import signal
+import socket
 import subprocess
 
 import pytest
@@ -104,3 +106,16 @@ def test_a_recording_named_as_a_folder_is_said_so_even_with_overwrite(capsys, tm
         assert exited.value.code == 2
         assert f"{tmp_path} is a folder: name the recording's file" in capsys.readouterr().err
     assert tmp_path.is_dir() and not any(tmp_path.iterdir())
+
+
+def test_ctrl_c_while_connecting_ends_the_command_without_a_traceback():
+    """probe and bench took Ctrl-C as a 38-line traceback until their session was up."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never says hello
+        port = silent.getsockname()[1]
+        probe = subprocess.Popen(dltui_command("probe", f"127.0.0.1:{port}"), cwd=ROOT,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        connection, _ = silent.accept()
+        with connection:
+            probe.send_signal(signal.SIGINT)
+            _, said = probe.communicate(timeout=30)
+    assert probe.returncode == exit_status.INTERRUPTED and "Traceback" not in said, said

@@ -7,10 +7,11 @@ process and MIG calls), set up from the DLTUI_FAKE_NVML environment variable (JS
               {"pcie": [4, 8], "remapped": [0, 1, 1, 0], "mig": ["1g.18gb", "3g.71gb"]}],
      "contexts": "/tmp/held", "control": "/tmp/control.jsonl"}
 
-`faults` raise the named NVMLError on every call; `hangs` never return; `pcie`, `replay`,
-`retired`, `remapped`, `nvlink_errors` and `utilization` set a GPU's health (ops.GpuHealth),
-`mig` splits it into instances of those profiles, `"gpm": true` gives it GPM metrics
-(as an H200 has), `processes` lists [pid, bytes] pairs, `name` is what NVML calls it.
+`faults` raise the named NVMLError on every call; `hangs` never return (a top-level `hung` path
+is touched as one begins); `pcie`, `replay`, `retired`, `remapped`, `nvlink_errors` and
+`utilization` set a GPU's health (ops.GpuHealth), `mig` splits it into instances of those
+profiles, `"gpm": true` gives it GPM metrics (as an H200 has), `processes` lists [pid, bytes]
+pairs, `name` is what NVML calls it.
 `{"topology": "nvlink8"}` (or "pcie8") is one of the 8-GPU servers of boxes.py instead.
 `contexts` names a folder where processes say they hold a GPU context (ops.hold_context).
 `control` names a file a test appends JSON lines to while the agent runs:
@@ -75,6 +76,8 @@ def _hanging(name: str, gpu: fake.FakeGpu) -> None:
 
     def call(handle: Any, *args: Any) -> Any:
         if handle is gpu:
+            if "hung" in _spec:  # for a test that waits until the hang has begun
+                Path(_spec["hung"]).touch()
             _never.wait()
         return original(handle, *args)
 
