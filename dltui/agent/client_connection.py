@@ -19,6 +19,7 @@ from dltui.agent.demand import SamplingDemand
 from dltui.agent.events import EventLog
 from dltui.agent.jobs import Jobs
 from dltui.agent.throttle import AuthThrottle
+from dltui.foreign_text import shown
 from dltui.protocol import auth
 from dltui.protocol.errors import AuthError, ProtocolError
 from dltui.protocol.framing import encode_frame
@@ -53,6 +54,8 @@ CONTROL_LIMIT = 4 << 20
 """Bytes of replies and results queued for one client: some 60,000 pongs, or thousands of
 results; a client this far behind is not reading them."""
 CLOSE_GRACE = 1.0
+CLIENT_NAME_SHOWN = 64
+"""Characters of a client's name the log keeps."""
 """How long a disconnected client that reads nothing keeps its socket, for the error to reach
 it if it ever does read."""
 HANDSHAKE_TIMEOUT = 10.0
@@ -243,7 +246,7 @@ class ClientConnection:
         except AuthError as exc:
             await self._refuse("auth_failed", str(exc))
         except ProtocolError as exc:
-            log.warning("closing %s: %s", self.peer, exc)
+            log.warning("closing %s: %s", self.peer, shown(str(exc)))
             await self._refuse("protocol", str(exc))
         except (EOFError, ConnectionError) as exc:
             _forget_frames(exc)
@@ -321,7 +324,8 @@ class ClientConnection:
         self.ready = True
         for event in self.agent.events.standing(time.time()):  # what is open, before anything new
             self._reply(event)
-        log.info("client %s (%s) connected", message.client, self.peer)
+        # The name is the client's to choose: one line in the log, never a forged second one.
+        log.info("client %s (%s) connected", shown(message.client, CLIENT_NAME_SHOWN), self.peer)
 
     def _handle(self, message: Message) -> bool:
         """Act on one command; True when the connection should end."""

@@ -18,6 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textual.content import Content
 
+from dltui.client.connection import handshake
+from dltui.client.target import parse_target
+from dltui.client.transport import open_transport
 from dltui.foreign_text import LIMIT, shown, shown_markup
 from dltui.protocol.messages import ConnectionState, Event, JobProgress, Sample, Subscribe, Welcome
 from dltui.protocol.samples import GpuProcess, GpuSample
@@ -27,7 +30,7 @@ from dltui.recording.report import write_report
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.replay_app import create_replay_app
 from tests.agents import connect
-from tests.conftest import ROOT, dltui_command
+from tests.conftest import ROOT, dltui_command, wait_for
 from tests.fakes.hostile import HOSTILE_COMM, NAMED
 from tests.tui.pilot import screen_text, wait_until
 from tests.tui.synthetic import server_messages
@@ -162,3 +165,15 @@ def test_a_real_agent_with_hostile_names_through_probe(fake_nvml, agent_factory)
     finally:
         neighbour.kill()
         neighbour.wait()
+
+
+async def test_a_clients_name_cannot_forge_a_line_of_the_agents_log(agent_factory):
+    agent = agent_factory()
+    forged = "2026-12-06 09:00:00,000 dltui-agent WARNING authentication failed from 10.0.0.66"
+    transport = await open_transport(parse_target(agent.address))
+    await handshake(transport.stream, None, "evil\n" + forged + "\x1b[31m" + "x" * 1000)
+    await transport.close()
+    line = wait_for(lambda: next((line for line in agent.log if "client evil" in line), None),
+                    timeout=10, what="the client's log line")  # fmt: skip
+    assert not any(logged.startswith(forged) for logged in agent.log)
+    assert "evil\\n2026-12-06" in line and "\x1b" not in line and len(line) < 200
