@@ -90,7 +90,10 @@ def parser() -> argparse.ArgumentParser:
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.config is not None:  # the file's settings are defaults: the command line wins
-        parser.set_defaults(**load_config(args.config))
+        settings = load_config(args.config)
+        if args.listen is not None:  # over the file's `stdio = true`, too
+            settings.pop("stdio", None)
+        parser.set_defaults(**settings)
         args = parser.parse_args(argv)
     if not args.stdio and args.listen is None:
         raise UsageError("one of --listen HOST:PORT or --stdio is required (or listen in --config)")

@@ -142,6 +142,17 @@ async def test_an_injected_xid_is_an_event_and_fires_an_event_rule(
     await client.close()
 
 
+async def test_listen_on_the_command_line_wins_over_stdio_in_the_config(agent_factory, tmp_path):
+    """The file's settings are defaults: its `stdio = true` once beat `--listen`."""
+    config = tmp_path / "agent.toml"
+    config.write_text("stdio = true\n")
+    agent = agent_factory("--config", str(config))  # with --listen 127.0.0.1:0
+    assert agent.port is not None, agent.log
+    client, welcome = await connect(agent.address)
+    assert welcome.inventory.hostname
+    await client.close()
+
+
 async def test_an_xid_a_client_missed_is_told_at_login_and_probe_reports_it(
     fake_nvml, agent_factory
 ):
