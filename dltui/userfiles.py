@@ -12,9 +12,12 @@ import os
 import stat
 import tomllib
 from collections.abc import Callable, Iterable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dltui.protocol.errors import quote
+
+if TYPE_CHECKING:  # the agent loads ssl only to serve TLS
+    import ssl
 
 MAX_SECRET_FILE = 4096
 """A secret is a line of random bytes; a bigger file is not one (and is never read)."""
@@ -84,10 +87,21 @@ def read_bounded(
     return data
 
 
-def check_regular(path: str | os.PathLike[str], what: str, limit: int) -> None:
-    """For a path handed to a library that reads it (OpenSSL): a regular file of at most
-    `limit` bytes, or FileProblem."""
-    open_regular(path, what, limit).close()
+CERTIFICATE = b"CERTIFICATE-----"
+"""What a PEM certificate's armour ends with (BEGIN CERTIFICATE, BEGIN TRUSTED CERTIFICATE)."""
+PRIVATE_KEY = b"PRIVATE KEY-----"
+"""What a PEM private key's ends with (BEGIN PRIVATE KEY, RSA, EC, ENCRYPTED PRIVATE KEY)."""
+_PEM_NAMES = {CERTIFICATE: "certificate", PRIVATE_KEY: "private key"}
+
+
+def check_pem(path: str | os.PathLike[str], what: str, *holds: bytes) -> None:
+    """For a PEM file handed to OpenSSL, which reads it itself (a named pipe or /dev/zero
+    forever) and names no file in its errors: a regular file of at most PEM_LIMIT bytes that
+    holds each of `holds` (CERTIFICATE, PRIVATE_KEY), or FileProblem naming it."""
+    data = read_bounded(path, what, PEM_LIMIT)
+    for armour in holds:
+        if armour not in data:
+            raise FileProblem(f"{what} {name_of(path)} holds no PEM {_PEM_NAMES[armour]}")
 
 
 def load_toml(path: str | os.PathLike[str], what: str, limit: int) -> dict[str, Any]:
@@ -188,3 +202,13 @@ def _depth_over(document: dict[str, Any], limit: int) -> bool:
         children = value.values() if isinstance(value, dict) else value
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
+
+
+def load_pair(context: ssl.SSLContext, cert: str, key: str | None) -> None:
+    """`context.load_cert_chain`, its failure said of the files (OpenSSL says "key values
+    mismatch" of a key that belongs to another certificate, and names neither)."""
+    try:
+        context.load_cert_chain(cert, key)
+    except OSError as exc:  # ssl.SSLError is one
+        files = f"certificate {name_of(cert)}" + (f" with key {name_of(key)}" if key else "")
+        raise FileProblem(f"{files}: {getattr(exc, 'reason', None) or exc}") from None

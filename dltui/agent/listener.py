@@ -23,7 +23,7 @@ from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import ErrorMessage
 from dltui.protocol.stream import MessageStream
 from dltui.protocol.wire import to_wire
-from dltui.userfiles import PEM_LIMIT, check_regular
+from dltui.userfiles import CERTIFICATE, PRIVATE_KEY, check_pem, load_pair
 
 if TYPE_CHECKING:  # ssl is loaded only where TLS is served (commands/agent.py)
     import ssl
@@ -54,12 +54,13 @@ def server_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSL
     that CA signed (mutual TLS). OSError or ssl.SSLError when a file is unusable."""
     import ssl
 
-    for what, path in (("certificate", cert), ("key", key), ("client CA", client_ca)):
-        if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
-            check_regular(path, what, PEM_LIMIT)
+    check_pem(cert, "certificate", CERTIFICATE)
+    check_pem(key, "key", PRIVATE_KEY)
+    if client_ca is not None:
+        check_pem(client_ca, "client CA", CERTIFICATE)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert, key)
+    load_pair(context, cert, key)
     if client_ca is not None:
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(client_ca)

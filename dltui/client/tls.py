@@ -6,19 +6,24 @@ from __future__ import annotations
 import ssl
 
 from dltui.client.target import TlsOptions
-from dltui.userfiles import PEM_LIMIT, check_regular
+from dltui.userfiles import CERTIFICATE, PRIVATE_KEY, check_pem, load_pair
 
 
 def client_context(options: TlsOptions) -> ssl.SSLContext:
     """Verify the agent's certificate and host name (against `ca`, or the system's roots) and,
     for mutual TLS, present our own. OSError or ssl.SSLError when a file is unusable."""
-    for what, path in (("CA", options.ca), ("certificate", options.cert), ("key", options.key)):
-        if path is not None:  # OpenSSL would read a named pipe or /dev/zero forever
-            check_regular(path, what, PEM_LIMIT)
+    if options.ca is not None:
+        check_pem(options.ca, "CA", CERTIFICATE)
+    if options.cert is not None:  # without a key file, the key is in the certificate's
+        check_pem(
+            options.cert, "certificate", CERTIFICATE, *(() if options.key else (PRIVATE_KEY,))
+        )
+    if options.key is not None:
+        check_pem(options.key, "key", PRIVATE_KEY)
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=options.ca)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if options.cert is not None:
-        context.load_cert_chain(options.cert, options.key)
+        load_pair(context, options.cert, options.key)
     return context
 
 

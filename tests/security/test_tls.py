@@ -142,11 +142,23 @@ def test_unusable_tls_options_are_usage_errors(pki, tmp_path):
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate")
     result = run("probe", "127.0.0.1:1", "--tls-ca", str(junk))
-    assert result.returncode == 2 and "cannot use the TLS files" in result.stderr
+    assert result.returncode == 2
+    assert f"cannot use the TLS files: CA {junk} holds no PEM certificate" in result.stderr
     result = run("probe", "127.0.0.1:1", "--tls-cert", str(pki["client"].cert))
     assert result.returncode == 2 and "--tls-cert and --tls-key go together" in result.stderr
     result = run("agent", "--listen", "127.0.0.1:0", "--tls-cert", str(junk), "--tls-key",
                  str(junk))  # fmt: skip
-    assert result.returncode == 2 and "cannot use the TLS files" in result.stderr
+    assert result.returncode == 2
+    assert f"cannot use the TLS files: certificate {junk} holds no PEM" in result.stderr
+    # Each file whole, but not a pair: OpenSSL's words, said of the two files.
+    agent, client = pki["agent"], pki["client"]
+    result = run("agent", "--listen", "127.0.0.1:0", "--tls-cert", str(agent.cert), "--tls-key",
+                 str(client.key))  # fmt: skip
+    assert result.returncode == 2
+    assert (f"certificate {agent.cert} with key {client.key}: KEY_VALUES_MISMATCH"
+            in result.stderr), result.stderr  # fmt: skip
+    result = run("probe", "127.0.0.1:1", "--tls-cert", str(client.cert), "--tls-key",
+                 str(agent.key))  # fmt: skip
+    assert result.returncode == 2 and f"with key {agent.key}: KEY_VALUES_MISMATCH" in result.stderr
     result = run("agent", "--listen", "127.0.0.1:0", "--tls-client-ca", str(pki["ca"]))
     assert result.returncode == 2 and "needs --tls-cert" in result.stderr
