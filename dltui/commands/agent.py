@@ -14,6 +14,7 @@ from dltui.agent.config import (
     data_dirs,
     load_config,
 )
+from dltui.commands import exit_status
 from dltui.commands.options import add_rate_option, listen_argument, number_argument, secret_option
 from dltui.errors import UsageError
 from dltui.protocol.address import parse_host_port
@@ -28,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui agent",
         description="Sample this server's GPUs and host and serve the telemetry to clients.",
+        epilog=exit_status.epilog(exit_status.OK, exit_status.FAILED, exit_status.USAGE),
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(

@@ -50,10 +50,12 @@ from dltui.protocol.messages import JobState
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 STOPS = (signal.SIGINT, signal.SIGTERM)
 """Ctrl-C, and what `timeout`, CI runners and systemd stop a command with: the jobs cancelled."""
-EXIT_STATUSES = exit_status.epilog(
+BENCH_EXITS = (
     exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.REFUSED, exit_status.BUSY,
-    exit_status.ASSERTION_FAILED, exit_status.UNREACHABLE, exit_status.INTERRUPTED,
+    exit_status.ASSERTION_FAILED, exit_status.UNREACHABLE, exit_status.WRITE_FAILED,
+    exit_status.INTERRUPTED,
 )  # fmt: skip
+EXIT_STATUSES = exit_status.epilog(*BENCH_EXITS)
 
 
 def _names(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
@@ -135,6 +137,7 @@ def _kernels_parser(
         "attention (every backend searched) and the collectives FSDP and mixture-of-experts "
         "use (all-gather, reduce-scatter, all-to-all, broadcast) on an agent (this machine by "
         "default) and print a table as results arrive.",
+        epilog=EXIT_STATUSES,
     )
     _agents_options(parser, "with --kind allreduce")
     parser.add_argument("--framework", choices=plan.FRAMEWORKS, default="torch")
@@ -205,9 +208,13 @@ def _models_parser(
         "print tokens/s and MFU: on one GPU, a scale-up sweep over GPU counts, "
         "or one run across servers. With --data and --target-accuracy, train on a folder of "
         "images until the held-out top-1 reaches the target (time to accuracy).",
-        epilog="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
-        "compiled, and each model's tuned batch; on a CPU fp32, eager, a batch that makes a "
-        "step of a second or two, and fewer steps.",
+        epilog=exit_status.epilog(
+            *BENCH_EXITS,
+            before="Defaults are the fast choices for the device: on a GPU bf16, channels-last, "
+            "compiled, and each model's tuned batch; on a CPU fp32, eager, a batch that makes a "
+            "step of a second or two, and fewer steps.",
+        ),
+        formatter_class=exit_status.Paragraphs,
     )
     _agents_options(parser, "with --scale-out")
     parser.add_argument(

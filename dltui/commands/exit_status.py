@@ -7,6 +7,7 @@ test" without reading a line.
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
 from dltui.errors import DltuiError
@@ -72,6 +73,20 @@ def of_error(error: DltuiError) -> int:
     }.get(error.kind, FAILED)
 
 
-def epilog(*codes: int) -> str:
-    """The exit statuses a command can end with, for its --help."""
-    return "exit status: " + "; ".join(f"{code} {TABLE[code]}" for code in sorted(codes))
+def epilog(*codes: int, before: str = "") -> str:
+    """The exit statuses a command can end with, for its --help, after the paragraphs of
+    `before`; its parser formats with `Paragraphs`."""
+    statuses = "exit status: " + "; ".join(f"{code} {TABLE[code]}" for code in sorted(codes))
+    return f"{before}\n\n{statuses}" if before else statuses
+
+
+class Paragraphs(argparse.HelpFormatter):
+    """argparse's formatter, each paragraph (blank-line separated) filled on its own rather
+    than all run together; one with an indented line (a list) is kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text  # not inside the generator: super() needs this frame
+        return "\n\n".join(
+            paragraph if "\n  " in paragraph else fill(paragraph, width, indent)
+            for paragraph in text.split("\n\n")
+        )

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dltui.commands import exit_status
 from dltui.errors import UsageError
 from dltui.outfiles import WriteFailed, unwritable
 from dltui.recording.export import FOLDER_FORMATS, FORMATS, export
@@ -18,6 +19,9 @@ def parser() -> argparse.ArgumentParser:
         prog="dltui export",
         description="Telemetry and benchmark results of recordings as tidy tables (csv, json, "
         "parquet), or as OpenMetrics text for promtool to import into Prometheus.",
+        epilog=exit_status.epilog(
+            exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.WRITE_FAILED
+        ),
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--format", choices=FORMATS, default="csv")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dltui.commands import exit_status
 from dltui.commands.options import output_argument
 from dltui.errors import UsageError
 from dltui.outfiles import write_text
@@ -37,8 +38,14 @@ def parser() -> argparse.ArgumentParser:
         prog="dltui predict",
         description="Predict data-parallel training on layouts of servers × GPUs nobody "
         "measured, from measured results or a described server.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_status.epilog(
+            exit_status.OK,
+            exit_status.FAILED,
+            exit_status.USAGE,
+            exit_status.WRITE_FAILED,
+            before=EPILOG,
+        ),
+        formatter_class=exit_status.Paragraphs,
     )
     parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
                         help="dltui bench --json files and recordings")  # fmt: skip

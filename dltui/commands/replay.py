@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dltui.commands import exit_status
+
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui replay",
         description="Replay recordings in the TUI, side by side, each server named by its file.",
+        epilog=exit_status.epilog(
+            exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.INTERRUPTED
+        ),
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from dltui.commands import exit_status
 from dltui.errors import UsageError
 from dltui.outfiles import WriteFailed, unwritable
 
@@ -15,6 +16,9 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui report",
         description="A Markdown and HTML report with PNG plots from recordings.",
+        epilog=exit_status.epilog(
+            exit_status.OK, exit_status.FAILED, exit_status.USAGE, exit_status.WRITE_FAILED
+        ),
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")

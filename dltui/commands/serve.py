@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 
+from dltui.commands import exit_status
 from dltui.errors import UsageError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -16,8 +17,14 @@ def parser() -> argparse.ArgumentParser:
         prog="dltui serve",
         description="The TUI on a web page (textual-serve): each browser tab runs `dltui ARGS`. "
         "Local only: from elsewhere, forward the port over SSH (ssh -L 8000:127.0.0.1:8000 HOST).",
-        epilog="examples: dltui serve · dltui serve gpu-01:7070 gpu-02:7070 · "
-        "dltui serve replay monday.dlrec",
+        epilog=exit_status.epilog(
+            exit_status.OK,
+            exit_status.FAILED,
+            exit_status.USAGE,
+            before="examples: dltui serve · dltui serve gpu-01:7070 gpu-02:7070 · "
+            "dltui serve replay monday.dlrec",
+        ),
+        formatter_class=exit_status.Paragraphs,
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback only (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="default 8000")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dltui.client.target import Target
-from dltui.commands import listing
+from dltui.commands import exit_status, listing
 from dltui.commands.options import (
     add_connection_options,
     add_rate_option,
@@ -26,8 +26,14 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dltui",
         description="Compare deep-learning servers live: telemetry and benchmarks side by side.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_status.epilog(
+            exit_status.OK,
+            exit_status.FAILED,
+            exit_status.USAGE,
+            exit_status.INTERRUPTED,
+            before=EPILOG,
+        ),
+        formatter_class=exit_status.Paragraphs,
     )
     parser.add_argument(
         "agents",

@@ -7,7 +7,7 @@ import pytest
 from dltui import cli
 from dltui.client.session import Unreachable
 from dltui.client.target import Target
-from dltui.commands import exit_status
+from dltui.commands import COMMANDS, exit_status
 from dltui.commands.record import AssertionsFailed, EventArrived, RecordingStopped
 from dltui.commands.tui import NoTerminal
 from dltui.errors import DltuiError, UsageError
@@ -46,6 +46,20 @@ def test_each_error_has_its_own_code(error: DltuiError, code: int) -> None:
 
 def test_a_job_exits_as_it_ended() -> None:
     assert exit_status.JOB_EXIT == {"done": 0, "failed": 1, "refused": 3, "cancelled": 130}
+
+
+@pytest.mark.parametrize(
+    "argv", [[], *([name] for name in COMMANDS), ["bench", "kernels"], ["bench", "models"]]
+)
+def test_every_commands_help_ends_with_its_exit_statuses(argv: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([*argv, "--help"])
+    assert exited.value.code == 0
+    said = " ".join(capsys.readouterr().out.split())  # argparse wraps the epilog
+    statuses = said.split("exit status: ")[-1]
+    assert statuses.startswith("0 success; 1 a job failed, or another error; 2 bad command line")
+    writes = argv[:1] in (["record"], ["bench"], ["export"], ["report"], ["predict"])
+    assert ("74 a write failed" in statuses) == writes
 
 
 @pytest.mark.parametrize("command", ["record", "bench", "probe"])
