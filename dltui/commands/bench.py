@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +42,7 @@ from dltui.plans.assertions import (
     load_baseline,
     parse_assertion,
 )
-from dltui.plans.check import check_plan
+from dltui.plans.check import PlanError, check_plan
 from dltui.plans.names import DEVICES
 from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
@@ -294,6 +295,22 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _in_option_words(problems: str, options: dict[str, object]) -> str:
+    """A plan's problems as the command line names what it gave: `timeout_s must be …` is
+    `--timeout must be …` (a plan file says them with the plan's own names)."""
+
+    def option(found: re.Match[str]) -> str:
+        field = found.group(1)
+        dest = field if field in options else field.removesuffix("_s")
+        return (
+            found.group(0).replace(field, "--" + dest.replace("_", "-"))
+            if dest in options
+            else found.group(0)
+        )
+
+    return re.sub(r"(?:^|(?<=; ))([a-z]+(?:_[a-z]+)*) must", option, problems)
+
+
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """`dltui bench kernels|models ARGS`."""
     args = parser.parse_args(argv)
@@ -307,7 +324,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         plan = _model_plan(args)
         across = args.scale_out
     plan = dataclasses.replace(plan, force=args.force)
-    check_plan(plan)
+    try:
+        check_plan(plan)
+    except PlanError as exc:
+        raise PlanError(_in_option_words(str(exc), vars(args))) from None
     check_layout(plan, len(targets), across)
     baseline = load_baseline(args.baseline) if args.baseline else None
     baselines = not getattr(args, "no_baseline", False)

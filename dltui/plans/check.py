@@ -89,11 +89,9 @@ def _kernel_problems(plan: KernelPlan) -> list[str]:
         problems.append("kinds and precisions must not repeat")
     if not 0 <= plan.gpus <= MAX_GPUS:
         problems.append(f"gpus must be 0-{MAX_GPUS}, got {plan.gpus}")
-    for name, count in (("warmup", plan.warmup), ("iterations", plan.iterations)):
-        if count is not None and not 0 <= count <= MAX_ITERATIONS:
-            problems.append(f"{name} must be 0-{MAX_ITERATIONS}, got {count}")
-    if plan.iterations == 0:
-        problems.append("iterations must be at least 1")
+    for name, count, least in (("warmup", plan.warmup, 0), ("iterations", plan.iterations, 1)):
+        if count is not None and not least <= count <= MAX_ITERATIONS:
+            problems.append(f"{name} must be {least}-{MAX_ITERATIONS}, got {count}")
     for name, value, top in (
         ("max_seconds", plan.max_seconds, MAX_SECONDS),
         ("timeout_s", plan.timeout_s, MAX_TIMEOUT),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dltui.cli import main
 from dltui.client.scale_out import DEFAULT_RENDEZVOUS_PORT
 from dltui.commands.bench import _kernel_plan, parser
 
@@ -49,3 +50,20 @@ def test_a_json_file_that_cannot_be_written_is_refused_before_anything_runs(caps
         parser().parse_args(["models", "--json", out])
     assert exit_.value.code == 2
     assert f"cannot write {out}: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["kernels", "--timeout", "0"], "--timeout must be in (0, 604800], got 0.0"),
+        (["kernels", "--iterations", "0"], "--iterations must be 1-100000, got 0"),
+        (["kernels", "--iterations", "-5"], "--iterations must be 1-100000, got -5"),
+        (["models", "--steps", "0"], "--steps must be 1-10000, got 0"),
+    ],
+)
+def test_a_number_out_of_range_is_said_by_its_option(capsys, options, said):
+    """The plan's field names (timeout_s) are a plan file's words, not the command line's; and
+    0 and -5 iterations once drew two ranges that contradicted each other."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", *options])
+    assert exit_.value.code == 2 and f"dltui bench: {said}\n" in capsys.readouterr().err

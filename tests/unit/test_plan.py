@@ -26,7 +26,7 @@ def test_a_good_plan_passes_unchanged():
         ({"kinds": ["gemm", "gemm"]}, ["must not repeat"]),
         ({"device": "tpu"}, ["unknown device"]),
         ({"gpus": -1}, ["gpus must be"]),
-        ({"iterations": 0}, ["at least 1"]),
+        ({"iterations": 0}, ["iterations must be 1-100000, got 0"]),
         ({"warmup": 10**9}, ["warmup must be"]),
         ({"max_seconds": float("nan")}, ["max_seconds"]),
         ({"timeout_s": 0.0}, ["timeout_s"]),
