@@ -95,9 +95,7 @@ def parse_target(text: str) -> Target:
         return _parse_ssh(text, rest)
     if scheme not in ("tcp", "tls"):
         raise ValueError(f"bad agent address {text!r}: unknown scheme {scheme}:// (tls, ssh)")
-    host, port = parse_host_port(rest)
-    if port == 0:
-        raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
+    host, port = parse_host_port(rest, lowest_port=1)
     return Target("tls" if scheme == "tls" else "tcp", host, port)
 
 
@@ -105,9 +103,7 @@ def _parse_ssh(text: str, rest: str) -> Target:
     user, at, hostport = rest.rpartition("@")
     if at and not _USER.fullmatch(user):
         raise ValueError(f"bad agent address {text!r}: {user!r} is not a user name")
-    host, port = parse_host_port(hostport, default_port=None)
-    if port == 0:
-        raise ValueError(f"bad agent address {text!r}: port must be 1-65535")
+    host, port = parse_host_port(hostport, default_port=None, lowest_port=1)
     return Target("ssh", host, port, user or None)
 
 

@@ -143,7 +143,7 @@ def _data_dir(text: str) -> str:
 
 def _metrics_address(text: str) -> tuple[str, int]:
     try:
-        host, port = parse_host_port(text, METRICS_PORT)
+        host, port = parse_host_port(text, METRICS_PORT, "metrics address")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     assert port is not None  # METRICS_PORT fills a missing one in

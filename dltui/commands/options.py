@@ -67,12 +67,12 @@ def listen_argument(text: str) -> tuple[str, int]:
 def rendezvous_argument(text: str) -> tuple[str, int]:
     """argparse's type for a HOST:PORT where a run's rank 0 waits: torch.distributed's
     customary port if none is given, never the agent's, which an agent on that host holds."""
-    return _host_port(text, DEFAULT_RENDEZVOUS_PORT, "rendezvous address")
+    return _host_port(text, DEFAULT_RENDEZVOUS_PORT, "rendezvous address", lowest_port=1)
 
 
-def _host_port(text: str, default_port: int, what: str) -> tuple[str, int]:
+def _host_port(text: str, default_port: int, what: str, lowest_port: int = 0) -> tuple[str, int]:
     try:
-        host, port = parse_host_port(text, default_port, what)
+        host, port = parse_host_port(text, default_port, what, lowest_port)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     assert port is not None  # the default port fills a missing one in

@@ -26,10 +26,13 @@ def is_host(text: str) -> bool:
 
 
 def parse_host_port(
-    text: str, default_port: int | None = DEFAULT_PORT, what: str = "agent address"
+    text: str,
+    default_port: int | None = DEFAULT_PORT,
+    what: str = "agent address",
+    lowest_port: int = 0,
 ) -> tuple[str, int | None]:
-    """`host`, `host:port` or `[ipv6]:port`; port 0 (any free port) is allowed here. `what`
-    names the address in an error."""
+    """`host`, `host:port` or `[ipv6]:port`; a port from `lowest_port` (0, any free port, for
+    an address to listen on; 1 for one to reach). `what` names the address in an error."""
     text = text.strip()
     bad = f"bad {what} {quote(text)}"
     if text.startswith("["):
@@ -37,12 +40,16 @@ def parse_host_port(
         if not sep or (rest and not rest.startswith(":")):
             raise ValueError(f"{bad}: expected [IPv6]:PORT")
         port_text = rest[1:]
+        if rest == ":":
+            raise ValueError(f"{bad}: no port after ':'")
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
             raise ValueError(f"{bad}: {quote(host)} is not IPv6") from None
     elif text.count(":") == 1:
         host, port_text = text.split(":")
+        if not port_text:
+            raise ValueError(f"{bad}: no port after ':'")
     elif ":" not in text:
         host, port_text = text, ""
     else:
@@ -53,6 +60,7 @@ def parse_host_port(
         raise ValueError(f"{bad}: {quote(host)} is not a host name or address")
     if not port_text:
         return host, default_port
-    if not (port_text.isdigit() and len(port_text) <= 5) or not 0 <= int(port_text) < 65536:
-        raise ValueError(f"{bad}: port must be 1-65535")
+    digits = port_text.isascii() and port_text.isdigit() and len(port_text) <= 5
+    if not digits or not lowest_port <= int(port_text) <= 65535:
+        raise ValueError(f"{bad}: port must be {lowest_port}-65535")
     return host, int(port_text)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dltui.client.clock import ClockEstimator
@@ -27,10 +29,21 @@ def test_parse_target(text, target):
 @pytest.mark.parametrize(
     "text",
     ["", ":80", "h:0", "h:70000", "h:x", "::1:80", "[::1", "[::1]x", "a..b", "-oProxy", "a.-b:1",
-     "x" * 64 + ".lab", "."],
+     "x" * 64 + ".lab", ".", "h:", "[::1]:", "h:²"],
 )  # fmt: skip
 def test_parse_target_rejects(text):
     with pytest.raises(ValueError, match="bad agent address"):
+        parse_target(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("h:", "no port after ':'"), ("[::1]:", "no port after ':'"), ("h:²", "port must be 1-65535"),
+     ("h:0", "port must be 1-65535"), ("h:65536", "port must be 1-65535")],
+)  # fmt: skip
+def test_a_bad_port_is_said_plainly(text, why):
+    """An empty port once meant 7070 without a word, and '²' leaked int()'s own message."""
+    with pytest.raises(ValueError, match=f"bad agent address '{re.escape(text)}': {why}$"):
         parse_target(text)
 
 
