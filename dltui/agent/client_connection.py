@@ -54,10 +54,10 @@ CONTROL_LIMIT = 4 << 20
 """Bytes of replies and results queued for one client: some 60,000 pongs, or thousands of
 results; a client this far behind is not reading them."""
 CLOSE_GRACE = 1.0
-CLIENT_NAME_SHOWN = 64
-"""Characters of a client's name the log keeps."""
 """How long a disconnected client that reads nothing keeps its socket, for the error to reach
 it if it ever does read."""
+CLIENT_NAME_SHOWN = 64
+"""Characters of a client's name the log keeps."""
 HANDSHAKE_TIMEOUT = 10.0
 MAX_FRAME_BEFORE_AUTH = 4096
 """An auth frame is about 100 bytes: before it, no peer may make the agent buffer more."""
