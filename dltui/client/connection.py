@@ -257,6 +257,8 @@ class AgentConnection:
             )  # fmt: skip
             self.welcome = welcome = clean(welcome)
             self.on_message(self.source, welcome)
+            if self._stopping:  # stopped while connecting, its cancel lost to wait_for's race
+                return
             await stream.send(Subscribe(next(self._seq), self.rate_hz, self.batch_s))
             self._link("live")
             pinger = asyncio.create_task(self._ping_loop(stream))

@@ -191,3 +191,14 @@ def test_overwrite_keeps_the_old_recording_until_an_agent_answers(agent, tmp_pat
     reader, records = records_of(path)
     assert reader.header.sources == {agent.address: agent.address} and records
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_recording_stopped_while_it_connects_takes_no_samples(agent, tmp_path):
+    """Stopped as it connected, the cancel was lost to asyncio.wait_for's race: the connection
+    subscribed anyway and recorded for the session's 5 s close timeout."""
+    path = tmp_path / "instant.dlrec"
+    command = dltui_command("record", "-o", str(path), "--duration", "1e-6", agent.address)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    _, records = records_of(path)
+    assert not [r for r in records if isinstance(r.message, Sample)]
