@@ -159,6 +159,8 @@ class Jobs:
         except OSError as exc:
             return "failed", f"cannot start the benchmark worker: {exc}"
         job.worker = worker
+        if job.cancelled:  # while the worker started: `cancel` had no process to stop yet
+            self.cancel(job.id)
         try:
             # stdin stays open: its end tells the worker the agent is gone.
             await worker.send(Run.of(0, job.id, job.plan))

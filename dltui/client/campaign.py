@@ -190,6 +190,8 @@ class Campaign:
             except (ConnectionError, OSError) as exc:
                 part.job = ""
                 part.end = JobEnd("", "failed", f"cannot start the job: {exc}")
+            if self.cancelled:  # cancelled while the agent was taking it: it has a name now
+                await self._cancel(part)
         while True:
             if step.across and any(
                 part.end is not None and part.end.state in ("failed", "refused")

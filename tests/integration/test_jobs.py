@@ -121,6 +121,18 @@ async def test_cancel_and_a_second_job_while_busy(agent):
     await client.close()
 
 
+async def test_a_cancel_that_comes_while_the_worker_starts_still_stops_it(agent):
+    """A cancel read before the worker's process existed marked the job cancelled and stopped
+    nothing: the job ran on to its end (on a loaded machine, Ctrl-C in `dltui bench` hung)."""
+    client, _ = await connect(agent.address)
+    await client.stream.send(Run(1, "early", LONG))
+    await client.stream.send(Cancel(2, "early"))  # read at once, as the worker is spawned
+    end = await until(client.stream, lambda m: isinstance(m, JobEnd), timeout=20)
+    assert (end.job, end.state) == ("early", "cancelled")
+    await wait_until(lambda: workers(agent) == [], timeout=10)
+    await client.close()
+
+
 async def test_a_killed_worker_fails_the_job_and_the_agent_goes_on(agent):
     client, _ = await connect(agent.address)
     await client.stream.send(Run(1, "doomed", LONG))
