@@ -86,6 +86,8 @@ def unwritable(target: Path, folder: bool = False) -> str | None:
         return f"{target} is not a folder" if target.exists() and not target.is_dir() else None
     if target.is_dir():
         return f"{target} is a folder"
+    if target.exists() and not target.is_file():  # a device, a pipe: never renamed over
+        return f"{target} is not a regular file"
     if not target.parent.is_dir():
         return f"{target.parent} is not a folder"
     return None

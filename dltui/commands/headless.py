@@ -25,14 +25,16 @@ class Say(Protocol):
 
 
 class Results:
-    """A sink: every result of every job, by source, as it arrives."""
+    """A sink: every result of this run's jobs, by source, as it arrives (an agent tells every
+    client of every job: another client's results are none of this run's)."""
 
     def __init__(self) -> None:
         self.kernels: list[tuple[str, KernelResult]] = []
         self.models: list[tuple[str, ModelResult]] = []
+        self.run: PlanRun | None = None
 
     def __call__(self, source: str, message: Message) -> None:
-        if isinstance(message, JobResult):
+        if isinstance(message, JobResult) and self.run and message.job in self.run.jobs():
             if message.result is not None:
                 self.kernels.append((source, message.result))
             if message.model is not None:
@@ -55,7 +57,7 @@ async def run_plans_headless(
     session.subscribe(results)
     try:
         await session.welcomed()
-        run = plans()
+        run = results.run = plans()
         state = await session.run_plans(run)
         if ended is not None:
             await ended(run, state)

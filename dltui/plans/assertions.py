@@ -18,6 +18,7 @@ figure, and the command exits 5 (commands/exit_status.py).
 from __future__ import annotations
 
 import json
+import math
 import operator
 import os
 import re
@@ -123,7 +124,12 @@ class Case:
     units: dict[str, str]
     keys: dict[str, str]
     error: str | None = None
+    absent: dict[str, str] = field(default_factory=dict)
+    """Figures a check asked for that this case cannot have, and why (a case the chosen
+    baseline lacks): a failure, never a case passed over."""
 
+
+NOT_IN_BASELINE = "not in the baseline"
 
 Baseline = dict[tuple[object, ...], float]
 """A chosen baseline's rate per case (kernel_key, model_key): what `ratio` is measured against
@@ -162,9 +168,12 @@ def cases(
 
 def _kernel_case(server: str, result: KernelResult, baseline: Baseline | None) -> Case:
     ratio = result.ratio
+    absent = {}
     if baseline is not None:
         base, rate = baseline.get(kernel_key(result)), kernel_rate(result)
         ratio = rate / base if base and rate is not None else None
+        if base is None:
+            absent["ratio"] = NOT_IN_BASELINE
     efficiency = (result.gbps / result.nominal_gbps
                   if result.gbps is not None and result.nominal_gbps else None)  # fmt: skip
     figures = {"tflops": result.tflops, "gbps": result.gbps, "busbw_gbps": result.busbw_gbps,
@@ -174,15 +183,18 @@ def _kernel_case(server: str, result: KernelResult, baseline: Baseline | None) -
             "shape": result.shape, "framework": result.framework, "device": result.device,
             "server": server}  # fmt: skip
     words = f"{server}: {result.kind} {result.shape} {result.direction} {result.precision}"
-    return Case(words, figures, KERNEL_FIGURES, keys, result.error)
+    return Case(words, figures, KERNEL_FIGURES, keys, result.error, absent)
 
 
 def _model_case(
     server: str, result: ModelResult, efficiency: float | None, baseline: Baseline | None
 ) -> Case:
     reference = result.reference_images_per_s
+    absent = {}
     if baseline is not None:
         reference = baseline.get(model_key(result))
+        if reference is None:
+            absent["ratio"] = NOT_IN_BASELINE
     rate = throughput(result)
     figures = {"images_per_second": result.images_per_s, "tokens_per_second": result.tokens_per_s,
                "mfu": result.mfu, "ratio": rate / reference if rate and reference else None,
@@ -194,7 +206,7 @@ def _model_case(
     unit = "GPU" if result.device == "cuda" else "proc"
     words = (f"{server}: {result.model} ×{result.gpus} {unit} {result.precision} "
              f"batch {result.batch}")  # fmt: skip
-    return Case(words, figures, MODEL_FIGURES, keys, result.error)
+    return Case(words, figures, MODEL_FIGURES, keys, result.error, absent)
 
 
 def failures(assertions: Sequence[Assertion], found: Sequence[Case]) -> list[str]:
@@ -209,7 +221,10 @@ def failures(assertions: Sequence[Assertion], found: Sequence[Case]) -> list[str
                 lines.append(f"FAIL {assertion.label}: {case.words} failed: {case.error}")
                 continue
             value = case.figures[assertion.figure]
-            assert value is not None  # matched only where it has the figure
+            if value is None:  # matched only where it has the figure, or says why not
+                lines.append(f"FAIL {assertion.label}: {case.words}: "
+                             f"{case.absent[assertion.figure]}")  # fmt: skip
+                continue
             if not assertion.compare(value, assertion.threshold):
                 unit = case.units[assertion.figure]
                 lines.append(f"FAIL {assertion.label}: {case.words}: {value:.4g} {unit}")
@@ -219,7 +234,8 @@ def failures(assertions: Sequence[Assertion], found: Sequence[Case]) -> list[str
 def _matches(assertion: Assertion, case: Case) -> bool:
     if assertion.figure not in case.figures:
         return False
-    if case.error is None and case.figures[assertion.figure] is None:
+    no_figure = case.error is None and case.figures[assertion.figure] is None
+    if no_figure and assertion.figure not in case.absent:
         return False
     return all(_same(key, case.keys.get(key), value) for key, value in assertion.filters.items())
 
@@ -258,8 +274,17 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     found: Baseline = {}
     for result in kernels:
         if (rate := kernel_rate(result)) is not None and result.error is None:
-            found[kernel_key(result)] = rate
+            found[kernel_key(result)] = _a_rate(rate, path, f"{result.kind} {result.shape}")
     for model in models:
         if (rate := throughput(model)) and model.error is None:
-            found[model_key(model)] = rate
+            found[model_key(model)] = _a_rate(rate, path, model.model)
     return found
+
+
+def _a_rate(rate: float, path: str | os.PathLike[str], case: str) -> float:
+    """A baseline's rate that a ratio can divide by; PlanError for one no run could give."""
+    if not 0 < rate < math.inf:
+        raise PlanError(
+            f"baseline {name_of(path)}: {case}'s rate {rate!r} is not a positive number"
+        )
+    return rate

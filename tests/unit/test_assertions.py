@@ -102,6 +102,25 @@ def test_ratios_against_a_chosen_baseline(tmp_path) -> None:
         load_baseline(tmp_path / "bad.json")
 
 
+def test_a_case_the_baseline_lacks_fails_its_ratio_rather_than_passing_unseen(tmp_path) -> None:
+    """With one of two GEMMs in the baseline, 'ratio>=0.9' once passed having checked one."""
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"results": [to_plain(GEMM)], "models": []}))
+    assert check("ratio>=0.9 kind=gemm", baseline=load_baseline(path)) == [
+        "FAIL ratio>=0.9 kind=gemm: gpu-01: gemm 1760x128x1760 NN fwd bf16: not in the baseline"
+    ]
+
+
+@pytest.mark.parametrize("rate", [float("nan"), 0.0, -650.0, float("inf")])
+def test_a_baseline_rate_no_run_could_give_is_refused(tmp_path, rate) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"results": [to_plain(GEMM) | {"tflops": rate}], "models": []}))
+    with pytest.raises(
+        PlanError, match=r"/baseline.json: gemm 4096x4096x4096 NN's rate .* is not a"
+    ):
+        load_baseline(path)
+
+
 def test_a_plan_file_takes_an_assert_table(tmp_path) -> None:
     path = tmp_path / "accept.toml"
     path.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\n\n[assert]\n'

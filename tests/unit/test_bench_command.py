@@ -42,8 +42,10 @@ def test_a_rendezvous_no_resolver_can_take_is_refused_by_its_name(capsys):
 
 
 @pytest.mark.parametrize(
-    ("out", "why"), [("no/such/out.json", "no/such is not a folder"), (".", ". is a folder")]
-)
+    ("out", "why"),
+    [("no/such/out.json", "no/such is not a folder"), (".", ". is a folder"),
+     ("/dev/null", "/dev/null is not a regular file")],  # root would have renamed over it
+)  # fmt: skip
 def test_a_json_file_that_cannot_be_written_is_refused_before_anything_runs(capsys, out, why):
     """Found after the run, it lost a benchmark's results to a traceback."""
     with pytest.raises(SystemExit) as exit_:
