@@ -126,3 +126,15 @@ async def test_the_results_view_sets_each_servers_wiring_beside_its_figures(tmp_
         assert re.search(r"GPU0  X     395   ·     ·     389", text)
         await pilot.press("end")  # the second server, below the first
         text = await wait_for_text(pilot, "GPU0↔GPU4 SYS: 20 GB/s \\(32% of 63\\)")
+
+
+async def test_a_cpu_all_reduce_keeps_its_figure_below_one_gb_per_s(tmp_path: Path) -> None:
+    """0.46 GB/s between CPU processes once read "busbw 0 GB/s · GPUs not named"."""
+    app = create_app([])
+    async with app.run_test(size=(200, 60)) as pilot:
+        feed(app, tmp_path, "pcie")
+        on_cpu = replace(allreduce(2, 0.4579, "", []), device="cpu")
+        app.fleet.apply("pcie:7070", JobResult("cpu", on_cpu), received=time.time())
+        await wait_for_text(pilot, "pcie")
+        await pilot.press("T")
+        await wait_for_text(pilot, "all-reduce ×2 246.0 MiB: busbw 0.458 GB/s · CPU processes")

@@ -22,7 +22,15 @@ from textual.widgets import Header, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
-from dltui.formatting import fmt_bytes, gpu_wiring, group_text, host_wiring, nic_wiring, peer_text
+from dltui.formatting import (
+    fmt_bytes,
+    gpu_wiring,
+    group_text,
+    host_wiring,
+    nic_wiring,
+    peer_text,
+    significant,
+)
 from dltui.plans.topology import (
     Link,
     allreduce_figures,
@@ -189,9 +197,12 @@ def measured_lines(server: ServerView) -> list[Content]:
             lines.append(Content.styled(peer_text(figure), KIND_STYLES.get(figure.link.kind, "")))
     for result in allreduce_figures(kernels):
         size = fmt_bytes(result.params.get("bytes"))
-        where = result.placement or "GPUs not named"
+        where = result.placement or (
+            "CPU processes" if result.device == "cpu" else "GPUs not named"
+        )
+        busbw = significant(result.busbw_gbps or 0.0)  # allreduce_figures keeps measured ones
         lines.append(Content(f"all-reduce ×{result.params.get('ranks', 0)} {size}: busbw "
-                             f"{result.busbw_gbps or 0:.0f} GB/s · {where}"))  # fmt: skip
+                             f"{busbw} GB/s · {where}"))  # fmt: skip
     for model in models:
         if model.placement and model.images_per_s:
             lines.append(Content(f"{model.model} ×{model.gpus}: {model.images_per_s:,.0f} "
