@@ -17,7 +17,7 @@ import stat
 import sys
 from pathlib import Path
 
-from dltui.client.campaign import is_across
+from dltui.client.campaign import check_layout, is_across
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.client.target import Target
@@ -105,6 +105,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     secret = secret_option(args.secret_file)
     plan = PlanFile([]) if args.plan is None else load_plan_file(args.plan)
     targets = apply_connection_options(args, args.agents or [Target("local")])
+    for each in plan.plans:  # as bench does: before a file is made or an agent asked
+        check_layout(each, len(targets), is_across(each, len(targets)))
     session = ClientSession(targets, secret, args.rate)
     return asyncio.run(
         _record(session, args.output, args.duration, plan, args.fail_on, args.overwrite)
@@ -270,7 +272,11 @@ async def _until_stopped(
             await asyncio.wait([ran], timeout=CANCEL_WAIT_S)
         if not ran.done():
             return exit_status.INTERRUPTED  # stopped before the plans ended
-        return ran.result()  # Unreachable now, when an agent could not be reached
+        status = ran.result()  # Unreachable now, when an agent could not be reached
+        if status == exit_status.INTERRUPTED and not stopped.done():
+            say(f"--duration {duration:g} s ended the recording before its plans: their jobs "
+                "were cancelled, and no assertion was checked")  # fmt: skip
+        return status
     finally:
         ran.cancel()
         stopped.cancel()

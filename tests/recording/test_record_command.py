@@ -202,3 +202,31 @@ def test_a_recording_stopped_while_it_connects_takes_no_samples(agent, tmp_path)
     assert result.returncode == 0, result.stderr
     _, records = records_of(path)
     assert not [r for r in records if isinstance(r.message, Sample)]
+
+
+def test_a_plan_that_cannot_run_across_these_agents_is_refused_before_a_file(tmp_path):
+    """bench refused it up front; record connected, recorded, then said so, and left a file
+    that made the next try say 'exists'."""
+    plan = tmp_path / "mixed.toml"
+    plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm", "allreduce"]\ndevice = "cpu"\n')
+    path = tmp_path / "mixed.dlrec"
+    nobody = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    command = dltui_command("record", "-o", str(path), "--plan", str(plan), *nobody)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 2 and "only the collectives run across servers" in result.stderr
+    assert not path.exists()
+
+
+def test_a_duration_that_ends_a_plan_early_says_so(agent, tmp_path):
+    require("torch")
+    plan = tmp_path / "long.toml"
+    plan.write_text('[kernels]\nset = "tiny"\nkinds = ["gemm"]\ndevice = "cpu"\n'
+                    "iterations = 100000\nmax_seconds = 60\n")  # fmt: skip
+    path = tmp_path / "short.dlrec"
+    command = dltui_command("record", "-o", str(path), "--plan", str(plan), "--duration", "2",
+                            agent.address)  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 130, result.stderr
+    assert "--duration 2 s ended the recording before its plans" in result.stderr
+    _, records = records_of(path)
+    assert [r.message.state for r in records if isinstance(r.message, JobEnd)] == ["cancelled"]
