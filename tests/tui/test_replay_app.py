@@ -74,3 +74,14 @@ def test_replay_refuses_a_file_that_is_not_a_recording(tmp_path):
     result = subprocess.run(dltui_command("replay", str(bogus)), capture_output=True, text=True,
                             cwd=ROOT, timeout=60)  # fmt: skip
     assert result.returncode == 2 and "not a dltui recording" in result.stderr
+
+
+async def test_the_case_under_way_is_named_whole_where_the_bar_has_room():
+    """It was cut at 40 characters at any width, without a mark that it was cut."""
+    models = ROOT / "docs" / "results" / "models-h200-defaults.dlrec"
+    for width, shown in ((200, r"models-h200-defaults/local: resnet50 torch on 1 GPU"),
+                         (80, r"models-h200-defaults/local…")):  # fmt: skip
+        app = create_replay_app([models])
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.press("space", "n")
+            await wait_for_text(pilot, shown)

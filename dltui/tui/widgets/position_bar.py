@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
+from dltui.foreign_text import shown
 from dltui.recording.replay import ReplaySet
 
 
@@ -38,8 +39,9 @@ class PositionBar(Widget):
         hours = replay.length >= 3600
         when = f"{clock(replay.position, hours)} / {clock(replay.length, hours)}"
         head = f"{state} {replay.speed:g}×  {when}  "
-        phase = replay.phase() or ""
-        width = max(self.content_size.width - len(head) - min(len(phase), 40) - 2, 10)
+        free = self.content_size.width - len(head) - 2
+        phase = shown(replay.phase() or "", max(free // 2, 12))  # the bar keeps half, or more
+        width = max(free - len(phase), 10)
         filled = round(width * replay.position / replay.length) if replay.length else width
         cases = {min(int(width * start / replay.length), width - 1)
                  for start in replay.case_starts()} if replay.length else set()  # fmt: skip
@@ -51,4 +53,4 @@ class PositionBar(Widget):
                 runs[-1] = (runs[-1][0] + mark, style)
             else:
                 runs.append((mark, style))
-        return Content.assemble((head, "bold"), *runs, "  ", (phase[:40], "$text-muted"))
+        return Content.assemble((head, "bold"), *runs, "  ", (phase, "$text-muted"))
