@@ -18,12 +18,13 @@ from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from dltui.fleet.compare import results_by_server
 from dltui.fleet.state import Fleet
 from dltui.predict.answer import NothingToPredict
 from dltui.recording.whatif import WhatIfView, profiled_models, step_network, what_if_view
+from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.whatif_table import WhatIfTable
 
 REFRESH_S = 1.0
@@ -92,7 +93,7 @@ class WhatIfScreen(Screen[None]):
         yield Static(NO_PROFILE, id="empty")
         yield WhatIfTable(id="rows")
         yield Static(id="sources")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "what-if: predicted"

@@ -46,6 +46,7 @@ class FittedFooter(Footer):
 
 
 def width(key: FooterKey) -> int:
-    """Cells the key takes, its margins included."""
-    margin = key.styles.margin
-    return key.render().cell_len + margin.left + margin.right
+    """Cells the key takes: its padding, border and margins included (the command palette's
+    key, docked right, has a border and padding the others have not)."""
+    styles = key.styles
+    return key.render().cell_len + styles.gutter.width + styles.margin.width
