@@ -57,7 +57,6 @@ MAIN_SCREEN_ACTIONS = (
     "topology",
     "filter",
     "record",
-    "help",
     "overlay",
     "window",
     "mode",
@@ -316,6 +315,14 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
         if action in MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]
         return True
+
+    def why_not(self, action: str) -> str:
+        """Why `check_action` refuses `action` now: said to a `:` command that names it."""
+        if action in ("launch", "bench"):
+            return "benchmarks run on live agents; a replay shows what was recorded"
+        if action == "cancel_run":
+            return "no run is running"
+        return "it works on the main screen (esc goes back to it)"
 
 
 def create_app(

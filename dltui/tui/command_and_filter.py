@@ -46,6 +46,10 @@ class CommandAndFilter(AppPart):
         if not hasattr(self, f"action_{command.action}"):
             self.notify(f":{command.name} is for replays", severity="warning")
             return
+        if self.check_action(command.action, ()) is False:  # its key is not offered here either
+            self.notify(f":{command.name}: {self.why_not(command.action)}", severity="warning",
+                        markup=False)  # fmt: skip
+            return
         if command.argument or command.name in ("compact", "panels"):
             await self.run_action(f"{command.action}({argument!r})")
         else:

@@ -62,6 +62,9 @@ class ReplayApp(DltuiApp):
         """A replay is already a recording: no `r` here."""
         return action != "record" and super().check_action(action, parameters)
 
+    def why_not(self, action: str) -> str:
+        return "a replay is already a recording" if action == "record" else super().why_not(action)
+
     def _fleet_words(self) -> str:
         """'2 servers · replay 1×': a recording, never 'live'."""
         count = len(self.fleet.servers)

@@ -85,3 +85,30 @@ async def test_the_case_under_way_is_named_whole_where_the_bar_has_room():
         async with app.run_test(size=(width, 30)) as pilot:
             await pilot.press("space", "n")
             await wait_for_text(pilot, shown)
+
+
+async def test_help_opens_from_any_screen_and_a_command_a_replay_cannot_run_says_why():
+    """'? this help' did nothing outside the main screen; ':bench quick' and ':record', which
+    the command line itself suggests, did nothing in a replay without a word."""
+    from dltui.tui.screens.help import HelpScreen
+    from dltui.tui.screens.results import ResultsScreen
+
+    app = create_replay_app([FIXTURES / "cpu-kernels.dlrec"])
+    told: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **more: (told.append(message), notify(message, **more))[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_text(pilot, "cpu-kernels")
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await pilot.press("escape")
+        await pilot.press("colon", *"bench quick", "enter")
+        await wait_until(
+            pilot, lambda: any(m.startswith(":bench: benchmarks run on") for m in told)
+        )
+        await pilot.press("colon", *"record", "enter")
+        await wait_until(pilot, lambda: told[-1:] == [":record: a replay is already a recording"])
