@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dltui.plans.check import PlanError
+from dltui.plans.names import FRAMEWORKS, KINDS, MODELS, PRECISIONS
 from dltui.plans.scaling import scaling, throughput
 from dltui.plans.threshold import NUMBER_CHARS, threshold
 from dltui.protocol.bench_results import KernelResult, ModelResult
@@ -49,6 +50,9 @@ ALIASES = {"images_per_s": "images_per_second", "tokens_per_s": "tokens_per_seco
 KERNEL_FILTERS = ("kind", "precision", "direction", "shape", "framework", "device", "server")
 MODEL_FILTERS = ("model", "precision", "gpus", "servers", "batch", "framework", "device",
                  "server")  # fmt: skip
+KNOWN_VALUES = {"kind": KINDS, "precision": PRECISIONS, "framework": FRAMEWORKS, "model": MODELS}
+"""Filter values a result can have, checked as the assertion is read: a typo ('gemmm') would
+otherwise match nothing, and fail only once the whole run has run."""
 _EXPRESSION = re.compile(rf"^\s*([a-z_]+)\s*(>=|<=|==|>|<)\s*({NUMBER_CHARS})((?:\s+\S+)*)\s*$")
 
 
@@ -94,7 +98,21 @@ def parse_assertion(text: str, name: str | None = None) -> Assertion:
             known = sorted({*KERNEL_FILTERS, *MODEL_FILTERS})
             raise AssertionSyntaxError(f"{quote(text)}: unknown key {quote(key)} (one of: "
                                        f"{', '.join(known)})")  # fmt: skip
+        if key in filters:
+            raise AssertionSyntaxError(f"{quote(text)}: {key} given twice (one value a key)")
+        if value not in KNOWN_VALUES.get(key, (value,)):
+            raise AssertionSyntaxError(f"{quote(text)}: unknown {key} {quote(value)} (one of: "
+                                       f"{', '.join(KNOWN_VALUES[key])})")  # fmt: skip
         filters[key] = value
+    # A figure of one kind of result, filtered by a key only the other kind has, matches nothing.
+    shared = figure in KERNEL_FIGURES and figure in MODEL_FIGURES  # ratio, efficiency
+    kind = "kernel" if figure not in MODEL_FIGURES else "training"
+    stray = [
+        key for key in filters if key not in (KERNEL_FILTERS if kind == "kernel" else MODEL_FILTERS)
+    ]
+    if stray and not shared:
+        raise AssertionSyntaxError(f"{quote(text)}: {figure} is a {kind} result's figure, and "
+                                   f"no {kind} result has a {stray[0]}")  # fmt: skip
     return Assertion(" ".join(text.split()), figure, _OPERATORS[op], limit, filters, name)
 
 

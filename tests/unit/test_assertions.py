@@ -75,6 +75,12 @@ def test_a_shape_matches_by_its_dimensions() -> None:
         ("speed>=1", "unknown figure 'speed' (one of: accuracy, busbw_gbps, efficiency, gbps,"),
         ("tflops>=600 kind", "'kind' is not key=value"),
         ("tflops>=600 colour=red", "unknown key 'colour' (one of: batch, device, direction,"),
+        # Each of these would match nothing, and fail only once the whole run had run.
+        ("tflops>=1 kind=gemmm", "unknown kind 'gemmm' (one of: gemm, conv,"),
+        ("ratio>=0.9 precision=bf17", "unknown precision 'bf17' (one of: fp32,"),
+        ("tflops>=1 kind=gemm kind=conv", "kind given twice"),
+        ("mfu>=0.4 kind=gemm", "mfu is a training result's figure, and no training result has"),
+        ("tflops>=1 model=resnet50", "tflops is a kernel result's figure, and no kernel result"),
     ],
 )
 def test_a_bad_assertion_says_why(text: str, error: str) -> None:
