@@ -23,6 +23,7 @@ from dltui.plans.names import (
     MAX_SEQ,
     MAX_STEPS,
     MAX_TIMEOUT,
+    MIN_IMAGE,
     MODEL_PRECISIONS,
     MODELS,
     PARALLELISMS,
@@ -132,6 +133,10 @@ def _model_problems(plan: ModelPlan) -> list[str]:
     within("warmup", plan.warmup, 0, MAX_STEPS)
     within("steps", plan.steps, 1, MAX_STEPS)
     within("image_size", plan.image_size, 16, MAX_IMAGE)
+    for model in plan.models:
+        if plan.image_size < MIN_IMAGE.get(model, 0):
+            problems.append(f"{model} needs images of at least {MIN_IMAGE[model]} pixels, "
+                            f"got {plan.image_size}")  # fmt: skip
     within("seq_len", plan.seq_len, 8, MAX_SEQ)
     problems += _unknown("parallelism", [plan.parallel], PARALLELISMS)
     if plan.parallel == "fsdp" and plan.framework != "torch":

@@ -27,6 +27,8 @@ small beside its work, for CPUs and for checking `dltui predict` on shaped netwo
 GPT_MODELS = ("gpt-124m", "gpt-350m", "gpt-1.3b", "gpt-tiny")
 """GPT-style decoders (plans/gpt.py); gpt-tiny is a few hundred thousand parameters, for CPUs."""
 MODELS = CNN_MODELS + GPT_MODELS
+MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67, "resnet20": 16}
+"""The smallest image each CNN takes: AlexNet's three unpadded max-pools need 67 pixels."""
 PARALLELISMS = ("ddp", "fsdp")
 """How a training run splits over its replicas: DDP (every replica holds the whole model) or
 FSDP with full sharding (parameters, gradients and optimizer state sharded over the ranks)."""

@@ -95,6 +95,11 @@ def test_a_good_model_plan_passes_and_the_defaults_are_valid():
         ({"batch": 0}, ["batch must be"]),
         ({"steps": 0}, ["steps must be"]),
         ({"image_size": 8}, ["image_size must be"]),
+        # Before any agent is asked: the worker found it, after a connection and a job.
+        (
+            {"models": ["resnet20", "alexnet"], "image_size": 32},
+            ["alexnet needs images of at least 67 pixels, got 32"],
+        ),
         ({"learning_rate": float("inf")}, ["learning_rate must be"]),
         ({"data_dir": "/data/digits"}, ["needs both data_dir and target_accuracy"]),
         ({"data_dir": "digits", "target_accuracy": 0.9}, ["absolute path"]),

@@ -19,9 +19,6 @@ GPU_BATCH = {"resnet50": 1024, "vgg16": 256, "googlenet": 1024, "alexnet": 2048,
 (docs/results/models-h200.md). A GPU with less memory gets it scaled down (`default_batch`)."""
 H200_MEMORY = 141 * 10**9
 
-MIN_IMAGE = {"resnet50": 32, "vgg16": 32, "googlenet": 32, "alexnet": 67, "resnet20": 16}
-"""The smallest image each network takes: AlexNet's three unpadded max-pools need 67 pixels."""
-
 
 SGD_LEARNING_RATE = 0.1
 """The CNNs': SGD with momentum, for a global batch of 256 (scaled linearly with it)."""

@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, replace
 
-from dltui.bench.models import MIN_IMAGE, learning_rate
+from dltui.bench.models import learning_rate
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, run_folder, supervise
 from dltui.bench.reference import published_mfu, published_training
@@ -79,9 +79,6 @@ def run_models(
 ) -> None:
     """Every model on every GPU count of the plan, in order, a ModelResult each (with an
     `error` where a run failed: the others go on)."""
-    for model in plan.models:
-        if not is_gpt(model) and plan.image_size < MIN_IMAGE[model]:
-            raise PlanError(f"{model} needs images of at least {MIN_IMAGE[model]} pixels")
     runs = [(model, gpus) for model in plan.models for gpus in plan.gpus]
     for done, (model, gpus) in enumerate(runs):
         if should_stop():
