@@ -148,7 +148,8 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
             self._summary = self._fleet_words()
             self._apply_filter()
             self.strip.relayout()
-        self.sub_title = self._summary + self._run_status() + self._recording_status()
+        # A recording first: on a narrow terminal the title's end is cut, and it must be seen.
+        self.sub_title = self._recording_status() + self._summary + self._run_status()
         if not isinstance(self.screen, ModalScreen) and self.screen is not self.screen_stack[0]:
             return  # another screen covers the columns: they catch up when it closes
         self._turn = (self._turn + 1) % STAGGER
@@ -186,7 +187,7 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
     def format_title(self, title: str, sub_title: str) -> Content:
         """Textual's title, dim, with the open events' counts in their severity's colour."""
         content = super().format_title(title, sub_title)
-        content = content.highlight_regex(r"▲ \d+ critical", style="bold $text-error")
+        content = content.highlight_regex(r"▲ \d+ critical|● REC", style="bold $text-error")
         return content.highlight_regex(r"\d+ warning", style="bold $text-warning")
 
     # --- the palette -------------------------------------------------------------------------

@@ -53,11 +53,11 @@ class RecordingToggle(AppPart):
         self.notify(failure, title="recording stopped", severity="error", timeout=60, markup=False)
 
     def _recording_status(self) -> str:
-        """' · ● REC dltui-….dlrec 1.2 MiB' for the title line; '' while not recording."""
+        """'● REC dltui-….dlrec 1.2 MiB · ', the title line's start; '' while not recording."""
         recorder = self.recorder
         if recorder is None:
             return ""
-        return f" · ● REC {recorder.path.name} {fmt_bytes(recorder.bytes_written)}"
+        return f"● REC {recorder.path.name} {fmt_bytes(recorder.bytes_written)} · "
 
     def _close_recording(self) -> None:
         """The app is closing: the recording ends with what it has."""

@@ -234,10 +234,11 @@ async def test_r_records_what_the_screen_shows(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     app = create_app([parse_target("local")])
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_text(pilot, LIVE_CPU)  # live before the recording starts
         await pilot.press("r")
         await wait_until(pilot, lambda: "● REC dltui-" in app.sub_title)
+        await wait_for_text(pilot, "dltui — ● REC dltui-")  # first: at 80 columns it was cut
         recorder = app.recorder
         assert recorder is not None
         await wait_until(pilot, lambda: recorder.records >= 15)
