@@ -13,6 +13,7 @@ its result says which.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, replace
@@ -74,12 +75,20 @@ def label(job: TrainJob) -> str:
     return f"{job.model} {job.framework} on {count}{where}"
 
 
+def sweep(plan: ModelPlan) -> list[tuple[str, int]]:
+    """(model, GPU count) of each run, in the order they run: per model, one GPU first and all
+    of them (0) last, whatever order the plan gives. Each count's efficiency is against one
+    GPU's, which a table printed as results arrive can say only once that one is in."""
+    counts = sorted(plan.gpus, key=lambda gpus: gpus or math.inf)
+    return [(model, gpus) for model in plan.models for gpus in counts]
+
+
 def run_models(
     plan: ModelPlan, on_result: OnResult, on_progress: OnProgress, should_stop: ShouldStop
 ) -> None:
     """Every model on every GPU count of the plan, in order, a ModelResult each (with an
     `error` where a run failed: the others go on)."""
-    runs = [(model, gpus) for model in plan.models for gpus in plan.gpus]
+    runs = sweep(plan)
     for done, (model, gpus) in enumerate(runs):
         if should_stop():
             return
