@@ -78,9 +78,15 @@ def _plan_from_table(path: str | os.PathLike[str], name: str, table: object) -> 
     unknown = sorted({renames.get(key, key) for key in keys} - allowed)
     if unknown:
         raise PlanError(f"plan {path} [{name}]: unknown keys {listing(unknown)}")
+    both = [key for key, field in renames.items() if key in table and field in table]
+    if both:  # one would win silently (the last written): perhaps the costly one
+        raise PlanError(f"plan {path} [{name}]: {both[0]} and {renames[both[0]]} are one key")
     fields = {renames.get(key, key): value for key, value in table.items()}
     try:
         plan = build(cls, fields, name)
     except ProtocolError as exc:
         raise PlanError(f"plan {path}: {exc}") from None
-    return check_plan(plan)
+    try:
+        return check_plan(plan)
+    except PlanError as exc:  # said of the table, where a file has several with these keys
+        raise PlanError(f"plan {path} [{name}]: {exc}") from None

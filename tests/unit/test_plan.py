@@ -66,6 +66,10 @@ def test_plan_files(tmp_path):
         '[kernels]\nkinds = ["gemm", "fft"]\n': "unknown kernel 'fft'",
         '[models]\nmodels = ["bert"]\n': "unknown model 'bert'",
         '[models]\nset = "quick"\n': "unknown keys set",
+        # One of two would win unseen (the last written, here the full set's hours).
+        '[kernels]\nset = "tiny"\nshape_set = "full"\n': "[kernels]: set and shape_set are one",
+        # Two tables with a warmup: the problem says which.
+        '[kernels]\nset = "tiny"\n[models]\nwarmup = -1\n': "[models]: warmup must be 0-",
     }
     for text, words in cases.items():
         path = tmp_path / "plan.toml"
