@@ -33,7 +33,7 @@ def check_auto(framework: str, device: str) -> None:
         plural = "s" if gpus != 1 else ""
         raise NoCuda(
             f"this server has {gpus} GPU{plural} but {why}; "
-            "install a CUDA build, or run on the CPU on purpose with --device cpu"
+            "install a CUDA build, or choose the CPU on purpose (device cpu)"
         )
 
 

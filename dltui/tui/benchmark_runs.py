@@ -25,6 +25,8 @@ class BenchmarkRuns(AppPart):
     """Starting, following and cancelling `DltuiApp`'s benchmark run, and its results."""
 
     bench_run: BenchmarkRun | None = None
+    last_choice: Choice | None = None
+    """The launcher's form as the last run was started from it."""
     """The run started from the launcher, until the user starts a new one."""
 
     # --- starting a run ----------------------------------------------------------------------
@@ -32,7 +34,7 @@ class BenchmarkRuns(AppPart):
     def action_launch(self) -> None:
         """The launcher's form, or the progress of the run it started."""
         if self.bench_run is None:
-            self.push_screen(LauncherScreen(self.fleet), self._start)
+            self.push_screen(LauncherScreen(self.fleet, self.last_choice), self._start)
         else:
             self.push_screen(ProgressScreen(self.bench_run, self.fleet), self._after_progress)
 
@@ -57,12 +59,13 @@ class BenchmarkRuns(AppPart):
         except PlanError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
-        self._start(Start(launch, live))
+        self._start(Start(launch, live, choice))
 
     def _start(self, start: Start | None) -> None:
         """What the launcher returned: a run to start, and its progress to show."""
         if start is None:
             return
+        self.last_choice = start.choice
         try:
             self.start_run(start)
         except (PlanError, RuntimeError) as exc:

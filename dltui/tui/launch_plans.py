@@ -38,7 +38,11 @@ BUILTINS = (
         "a tenth of DeepBench: 10 GEMMs, 10 convolutions (3 passes each), 10 RNNs (2 passes each)",
     ),
     Builtin("full", "DeepBench full", "160 GEMMs, 94 convs, 53 RNNs, bandwidth: an hour or more"),
-    Builtin("models", "CNN models", "ResNet-50, VGG-16, GoogLeNet, AlexNet training on 1 GPU"),
+    Builtin(
+        "models",
+        "CNN models",
+        "ResNet-50, VGG-16, GoogLeNet, AlexNet trained on one GPU (or the CPU)",
+    ),
     Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
     Builtin("scale_out", "Scale-out", SCALE_OUT_WORDS),
     Builtin(

@@ -90,7 +90,7 @@ def test_auto_on_gpus_the_framework_cannot_use_refuses_in_one_line(
 
     why = (
         f"job refused: this server has 2 GPUs but PyTorch {torch.__version__} was built "
-        "without CUDA; install a CUDA build, or run on the CPU on purpose with --device cpu"
+        "without CUDA; install a CUDA build, or choose the CPU on purpose (device cpu)"
     )
     [line] = refused.stderr.splitlines()  # one line, after the server's name
     assert line.startswith("# ") and line.endswith(f": {why}")

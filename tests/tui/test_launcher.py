@@ -7,7 +7,7 @@ import json
 import re
 import socket
 
-from textual.widgets import Input, RadioButton, SelectionList
+from textual.widgets import Input, RadioButton, Select, SelectionList
 
 from dltui.client.target import parse_target
 from dltui.tui import create_app
@@ -41,6 +41,7 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         servers = launcher.query_one("#servers", SelectionList)
         assert servers.selected == ["local"]  # the live server, chosen already
         choose_plan(launcher, "smoke")
+        launcher.query_one("#device", Select).value = "cpu"
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None)
         run = app.bench_run
@@ -78,6 +79,17 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         await pilot.press("enter")
         text = await wait_for_text(pilot, "exists; choose another name")
         assert isinstance(app.screen, ExportScreen)
+
+        # A new run (n) starts from the form as this one was: Device went back to auto.
+        await pilot.press("escape", "escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
+        await pilot.press("b")
+        await wait_for_text(pilot, "n: new run")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, LauncherScreen))
+        again = app.screen
+        assert again.query_one("#device", Select).value == "cpu"
+        assert [b.name for b in again.query(RadioButton) if b.value] == ["smoke"]
 
 
 async def test_a_bad_choice_says_why_and_keeps_the_form(tmp_path) -> None:

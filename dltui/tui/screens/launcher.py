@@ -33,6 +33,11 @@ from dltui.tui.widgets.busy_note import BusyNote
 from dltui.tui.widgets.fitted_footer import FittedFooter
 
 
+def _words(plan: str) -> str:
+    """What a built-in plan runs, in words (the file's: what a plan file holds)."""
+    return next((builtin.words for builtin in BUILTINS if builtin.key == plan), BUILTINS[0].words)
+
+
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(name, name) for name in names]
 
@@ -43,6 +48,8 @@ class Start:
 
     launch: Launch
     sources: list[str]
+    choice: Choice
+    """The form as it was: the next launcher starts from it."""
 
 
 class ServerChoice(SelectionList[str]):
@@ -160,13 +167,16 @@ class LauncherScreen(ModalScreen[Start | None]):
 
     DEFAULT_CLASSES = "dialog-screen"
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, last: Choice | None = None) -> None:
         super().__init__()
         self.fleet = fleet
+        self.last = last or Choice(BUILTINS[0].key)
+        """The form's choices at first: the last run's, so that `n` runs it again as chosen."""
 
     def compose(self) -> ComposeResult:
         names = server_names(self.fleet)
         live = [source for source, server in self.fleet.servers.items() if server.link == "live"]
+        last = self.last
         with Vertical(classes="dialog") as dialog:
             dialog.border_title = "Run a benchmark"
             with Vertical(id="form"):
@@ -179,21 +189,22 @@ class LauncherScreen(ModalScreen[Start | None]):
                     with Vertical(id="plans-box"):
                         yield Label("Plan", classes="heading")
                         with RadioSet(id="plans"):
-                            for index, builtin in enumerate(BUILTINS):
-                                yield PlanButton(builtin.title, value=index == 0, name=builtin.key)
-                        yield Input(placeholder="plan file, e.g. nightly.toml", id="plan-file",
-                                    compact=True)  # fmt: skip
+                            for builtin in BUILTINS:
+                                yield PlanButton(builtin.title, value=builtin.key == last.plan,
+                                                 name=builtin.key)  # fmt: skip
+                        yield Input(last.plan_file, placeholder="plan file, e.g. nightly.toml",
+                                    id="plan-file", compact=True)  # fmt: skip
                 with Horizontal(id="options"):
                     yield Label("Framework")
-                    yield Select(_options(FRAMEWORKS), value="torch", allow_blank=False,
+                    yield Select(_options(FRAMEWORKS), value=last.framework, allow_blank=False,
                                  compact=True, id="framework")  # fmt: skip
                     yield Label("Precision")
-                    yield Select(_options((AUTO, *PRECISIONS)), value=AUTO, allow_blank=False,
-                                 compact=True, id="precision")  # fmt: skip
+                    yield Select(_options((AUTO, *PRECISIONS)), value=last.precision,
+                                 allow_blank=False, compact=True, id="precision")  # fmt: skip
                     yield Label("Device")
-                    yield Select(_options((AUTO, "cuda", "cpu")), value=AUTO, allow_blank=False,
-                                 compact=True, id="device")  # fmt: skip
-                yield Static(Content(BUILTINS[0].words), id="about")
+                    yield Select(_options((AUTO, "cuda", "cpu")), value=last.device,
+                                 allow_blank=False, compact=True, id="device")  # fmt: skip
+                yield Static(Content(_words(last.plan)), id="about")
                 yield Static("", id="estimate")
                 yield BusyNote(self.fleet)
             yield Static("", id="status")
@@ -214,8 +225,7 @@ class LauncherScreen(ModalScreen[Start | None]):
         self._estimate()
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
-        builtin = next(b for b in BUILTINS if b.key == event.pressed.name)
-        self.query_one("#about", Static).update(Content(builtin.words))
+        self.query_one("#about", Static).update(Content(_words(event.pressed.name or "")))
         self._estimate()
 
     def on_select_changed(self) -> None:
@@ -265,4 +275,4 @@ class LauncherScreen(ModalScreen[Start | None]):
             # The form keeps every choice: fix one and start again.
             self.query_one("#status", Static).update(Content.styled(str(exc), "$text-error"))
             return
-        self.dismiss(Start(self.query_one(BusyNote).forced(launch), sources))
+        self.dismiss(Start(self.query_one(BusyNote).forced(launch), sources, self.choice()))

@@ -118,6 +118,6 @@ class ProgressScreen(ModalScreen[Next | None]):
         if run.failures:
             status += Content.styled("\n" + "\n".join(run.failures), "$text-error")
         if run.state != "running":
-            status += Content.styled("   v: results · n: new run · esc: close", "$text-muted")
+            status += Content.styled("\nv: results · n: new run · esc: close", "$text-muted")
         self.query_one("#status", Static).update(status)
         self.refresh_bindings()

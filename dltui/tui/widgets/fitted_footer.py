@@ -3,7 +3,7 @@ cannot hold: a key is dropped whole, never cut ("w Wind▏"), the least wanted f
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # Textual exports the footer, not its keys
 
@@ -14,16 +14,20 @@ def action_name(action: str) -> str:
 
 
 class FittedFooter(Footer):
-    """Keys whose actions are in the app's `FOOTER_FIRST` (most wanted first; the command
-    palette's is "command_palette") come first, in that order, then the others in theirs."""
+    """A screen's own keys come first (over another screen, what it does is what it is for),
+    then those whose actions are in the app's `FOOTER_FIRST` (most wanted first; the command
+    palette's is "command_palette"), in that order, then the others in theirs."""
 
     def compose(self) -> ComposeResult:
         first: tuple[str, ...] = getattr(self.app, "FOOTER_FIRST", ())
+        own = {active.binding.action for active in self.screen.active_bindings.values()
+               if not isinstance(active.node, App)}  # fmt: skip
 
-        def rank(indexed: tuple[int, object]) -> tuple[int, int]:
+        def rank(indexed: tuple[int, object]) -> tuple[bool, int, int]:
             index, widget = indexed
-            name = action_name(widget.action) if isinstance(widget, FooterKey) else ""
-            return (first.index(name) if name in first else len(first), index)
+            action = widget.action if isinstance(widget, FooterKey) else ""
+            name = action_name(action)
+            return (action not in own, first.index(name) if name in first else len(first), index)
 
         widgets = list(super().compose())
         yield from (widget for _, widget in sorted(enumerate(widgets), key=rank))
