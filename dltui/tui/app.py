@@ -277,7 +277,7 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
         self.push_screen(DetailScreen(server, self.fleet, self.view))
 
     def action_events(self) -> None:
-        self.push_screen(EventsScreen(self.fleet))
+        self.push_screen(EventsScreen(self.fleet, self.view.timebase))
 
     def action_topology(self) -> None:
         server = self._current_server()

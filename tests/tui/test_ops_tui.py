@@ -69,7 +69,7 @@ async def test_a_busy_and_sick_server_says_so_under_its_header_and_in_detail() -
         assert re.search(r"4242 GPU 0 · 70.0 GiB · SM 87% +python train.py --lr 0.1", text)
         assert re.search(r"4243 GPU 1 · 20.0 GiB", text)
         assert re.search(r"dltui \(this agent's benchmark\) +1 process, 10.0 GiB", text)
-        assert "Health events (2 up, 3 in all)" in text
+        assert "Health events (3 open, 3 in all)" in text  # the XID too, as the title counts it
         lines = text.splitlines()
         xid = next(line for line in lines if "XID 79" in line)
         link = next(line for line in lines if "x8 (of x16)" in line and "●" in line)
@@ -95,6 +95,9 @@ async def test_the_fleets_events_screen_and_the_launchers_flag() -> None:
         rows = [line for line in text.splitlines() if "gpubox" in line]
         assert [("resolved" in r, "XID 79" in r, "x8" in r) for r in rows] == [
             (True, False, False), (False, True, False), (False, False, True)]  # fmt: skip
+        # Open as the title counts it ('▲ 1 critical'), the XID too: 'once' and 'up' (of a
+        # PCIe link, read as 'link up') once said otherwise.
+        assert re.search(r"critical +xid +open", rows[1]) and " up " not in rows[2], rows
         await pilot.press("escape")
         await app.push_screen(LauncherScreen(app.fleet), answers.append)
         text = await wait_for_text(pilot, "run anyway")

@@ -14,7 +14,9 @@ from textual.widgets import DataTable, Header
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet
+from dltui.tui.view import Timebase
 from dltui.tui.widgets.fitted_footer import FittedFooter
+from dltui.tui.widgets.server_flags import open_events
 
 REDRAW_S = 0.5
 COLUMNS = ("time", "server", "GPU", "severity", "kind", "state", "detail")
@@ -23,9 +25,11 @@ COLUMNS = ("time", "server", "GPU", "severity", "kind", "state", "detail")
 class EventsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,e", "app.pop_screen", "Back")]
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, timebase: Timebase) -> None:
         super().__init__()
         self.fleet = fleet
+        self.timebase = timebase
+        """Each server's now, live or replayed: what is open is open then."""
         self._drawn = -1
 
     def compose(self) -> ComposeResult:
@@ -43,10 +47,11 @@ class EventsScreen(Screen[None]):
         found = []
         names = server_names(self.fleet)
         for source, server in self.fleet.servers.items():
-            up = {id(event) for event in server.events.raised.values()}
+            # Open as the title and the header count them: conditions up, recent XIDs.
+            up = {id(event) for event in open_events(server, self.timebase.now(source))}
             for event in server.events.events:
                 when = event.wall - (server.offset or 0.0)
-                state = "up" if id(event) in up else event.state
+                state = "open" if id(event) in up else event.state
                 found.append((when, (time.strftime("%H:%M:%S", time.localtime(when)),
                                      names[source], "host" if event.gpu is None else str(event.gpu),
                                      event.severity, event.kind, state, event.detail)))  # fmt: skip

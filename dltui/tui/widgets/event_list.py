@@ -9,7 +9,7 @@ from textual.content import Content
 
 from dltui.protocol.messages import Event
 from dltui.tui.widgets.panel import FleetPanel
-from dltui.tui.widgets.server_flags import SEVERITY_STYLES, describe_event
+from dltui.tui.widgets.server_flags import SEVERITY_STYLES, describe_event, open_events
 
 SHOWN = 12
 
@@ -30,15 +30,19 @@ class EventList(FleetPanel):
     }
     """
 
+    def _open(self) -> list[Event]:
+        """Open as the header and the title count them: conditions up, recent XIDs."""
+        return open_events(self.server, self.view.timebase.now(self.server.source))
+
     def title(self) -> str:
         book = self.server.events
-        return f"Health events ({len(book.raised)} up, {len(book.events)} in all)"
+        return f"Health events ({len(self._open())} open, {len(book.events)} in all)"
 
     def lines(self, width: int) -> list[Content]:
         book = self.server.events
         if not book.events:
             return [Content.styled("none: no health event or alert from this server",
                                    "$text-muted")]  # fmt: skip
-        up = {id(event) for event in book.raised.values()}
+        up = {id(event) for event in self._open()}
         recent = list(book.events)[-SHOWN:][::-1]
         return [event_line(e, self.server.offset, id(e) in up) for e in recent]
