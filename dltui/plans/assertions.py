@@ -159,7 +159,10 @@ def kernel_key(result: KernelResult) -> tuple[object, ...]:
 
 
 def model_key(result: ModelResult) -> tuple[object, ...]:
-    return ("model", result.model, result.precision, result.gpus, result.servers, result.batch)
+    """A training run's case: what it trains, on how much (not how: compiled or not, which
+    framework, are what a ratio against a baseline may compare)."""
+    return ("model", result.model, result.precision, result.gpus, result.servers, result.batch,
+            result.image_size, result.seq_len)  # fmt: skip
 
 
 def kernel_rate(result: KernelResult) -> float | None:
@@ -287,6 +290,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     """The rates of a `dltui bench --json` file, for ratios against a chosen baseline;
     PlanError says why a file cannot be one."""
     pairs, model_pairs = bench_results(path, "baseline")
+    servers = sorted({server for server, _ in [*pairs, *model_pairs] if server})
+    if len(servers) > 1:  # one case's figure from each: which would a ratio be against?
+        raise PlanError(f"baseline {name_of(path)} holds results of {len(servers)} servers "
+                        f"({', '.join(servers)}): make it of one (--agent ONE)")  # fmt: skip
     kernels = [result for _, result in pairs]
     models = [result for _, result in model_pairs]
     found: Baseline = {}

@@ -117,6 +117,31 @@ def test_a_case_the_baseline_lacks_fails_its_ratio_rather_than_passing_unseen(tm
     ]
 
 
+def test_a_baseline_of_two_servers_or_another_image_size_is_no_baseline(tmp_path) -> None:
+    """A two-server file kept whichever server's figure came last, case by case; a 96 px run
+    was held to a 32 px one's images/s."""
+    two = tmp_path / "two.json"
+    two.write_text(
+        json.dumps(
+            {
+                "results": [
+                    to_plain(GEMM) | {"server": "gpu-01"},
+                    to_plain(SLOW) | {"server": "gpu-02"},
+                ],
+                "models": [],
+            }
+        )
+    )
+    with pytest.raises(PlanError, match=r"holds results of 2 servers \(gpu-01, gpu-02\)"):
+        load_baseline(two)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"results": [], "models": [to_plain(EIGHT) | {"image_size": 32}]}))
+    assert check("ratio>=1 model=resnet50 gpus=8", baseline=load_baseline(small)) == [
+        "FAIL ratio>=1 model=resnet50 gpus=8: gpu-01: resnet50 ×8 GPU bf16 batch 256: "
+        "not in the baseline"
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize("rate", [float("nan"), 0.0, -650.0, float("inf")])
 def test_a_baseline_rate_no_run_could_give_is_refused(tmp_path, rate) -> None:
     path = tmp_path / "baseline.json"
