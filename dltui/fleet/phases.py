@@ -67,6 +67,11 @@ class Phase:
         self._kept.append((t, gpus))
         self._fold(t, gpus)
 
+    def readings_of(self, whole: Phase) -> None:
+        """Take the readings of the same case seen whole (a replay that began inside it saw
+        only its end); both have ended."""
+        self._sums, self._energy = whole._sums, whole._energy
+
     def finish(self, t: float, result: Result | None = None) -> None:
         """End the phase at `t`, with its result if it has one; a training run's phase becomes
         its timed steps (see the module's docstring)."""

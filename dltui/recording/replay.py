@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.fleet.state import SERIES_CAPACITY, Fleet
 from dltui.recording.format import Record
 from dltui.recording.reader import damage_report, recording_names
@@ -37,6 +38,7 @@ class Track:
         self._latest = timeline.start
         """The newest time applied: a record's time never goes backwards (a clock that steps
         back does not reorder the file)."""
+        self._phases: dict[tuple[str, str, int], Phase] | None = None
 
     @property
     def start(self) -> float:
@@ -65,9 +67,27 @@ class Track:
         for source, count in counts.items():
             fleet.add(self.server(source)).samples += count
         self._records = self.timeline.records(index)
-        self._latest = self.timeline.stretches[index].time
+        self._latest = began = self.timeline.stretches[index].time
         self._next = next(self._records, None)
         self.advance(time, fleet)
+        if index > 0:  # cases before the samples replayed: their readings from the whole file
+            whole = self._whole_phases()
+            for phase in fleet.phases.phases:
+                seen = whole.get((phase.source, phase.job, phase.case))
+                if seen and phase.start < began and phase.end is not None and phase.end <= time:
+                    phase.readings_of(seen)
+
+    def _whole_phases(self) -> dict[tuple[str, str, int], Phase]:
+        """Every case of the recording with its readings, from one pass over the whole file,
+        made on the first seek that needs it and kept: a seek replays the samples of
+        WINDOW_S alone, and the per-case figures (power, per watt) must not depend on how
+        the replay got to a moment."""
+        if self._phases is None:
+            tracker = PhaseTracker()
+            for record in self.timeline.records(0):
+                tracker.observe(self.server(record.source), record.message, record.received)
+            self._phases = {(p.source, p.job, p.case): p for p in tracker.phases}
+        return self._phases
 
     def advance(self, time: float, fleet: Fleet) -> None:
         """Apply the records up to `time` (absolute)."""

@@ -10,7 +10,7 @@ from dltui.fleet.state import Fleet
 from dltui.protocol.messages import JobProgress, Sample
 from dltui.recording.format import Header
 from dltui.recording.reader import RecordingReader
-from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_position
+from dltui.recording.replay import SPEEDS, WINDOW_S, ReplaySet, load_tracks, parse_position
 from dltui.recording.writer import RecordingWriter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -103,3 +103,23 @@ def test_typed_positions():
     for bad in ("", "soon", "150%", "1:2:3:4", "-5s", "5 parsecs"):
         with pytest.raises(ValueError, match="is not a time"):
             parse_position(bad, 100)
+
+
+def test_a_cases_figures_are_the_same_however_the_replay_got_there():
+    """A jump replays WINDOW_S of samples alone: cases before them had no power and no per
+    watt after a jump, where playing through gave them."""
+    models = Path(__file__).parents[2] / "docs" / "results" / "models-h200-defaults.dlrec"
+
+    def figures(replay: ReplaySet) -> list[tuple[str, dict[str, float], float | None]]:
+        finished = replay.fleet.phases.finished()
+        return [(phase.label, phase.telemetry, phase.per_watt) for phase in finished]
+
+    jumped = ReplaySet(load_tracks([models]), Fleet())
+    jumped.seek(jumped.length * 0.95)
+    played = ReplaySet(load_tracks([models]), Fleet())
+    while played.position < jumped.position:  # forward in steps a jump would not take
+        played.seek(min(played.position + WINDOW_S / 2, jumped.position))
+    assert len(figures(played)) == 3 and all(power for _, _, power in figures(played))
+    assert figures(jumped) == figures(played)
+    jumped.seek(jumped.length * 0.5)  # and back again
+    assert figures(jumped) == figures(played)[: len(figures(jumped))] and figures(jumped)
