@@ -8,6 +8,8 @@ clocks say.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dltui.fleet.phases import Phase, PhaseTracker
 from dltui.protocol.messages import JobProgress
 from dltui.recording.format import Record
@@ -15,10 +17,15 @@ from dltui.recording.format import Record
 
 def phases(records: list[Record]) -> list[Phase]:
     """The cases of a recording that ended with a result, in the order they started."""
+    return tracked(records).finished()
+
+
+def tracked(records: Iterable[Record]) -> PhaseTracker:
+    """Every case of a recording, as its frames in their order make them."""
     tracker = PhaseTracker()
     for record in records:
         tracker.observe(record.source, record.message, record.received)
-    return tracker.finished()
+    return tracker
 
 
 def starts_case(last_done: dict[tuple[str, str], int], record: Record) -> bool:

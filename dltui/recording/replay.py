@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from dltui.fleet.phases import Phase, PhaseTracker
+from dltui.fleet.phases import Phase
 from dltui.fleet.state import SERIES_CAPACITY, Fleet
 from dltui.recording.format import Record
+from dltui.recording.phases import tracked
 from dltui.recording.reader import damage_report, recording_names
 from dltui.recording.timeline import Timeline
 
@@ -83,10 +84,8 @@ class Track:
         WINDOW_S alone, and the per-case figures (power, per watt) must not depend on how
         the replay got to a moment."""
         if self._phases is None:
-            tracker = PhaseTracker()
-            for record in self.timeline.records(0):
-                tracker.observe(self.server(record.source), record.message, record.received)
-            self._phases = {(p.source, p.job, p.case): p for p in tracker.phases}
+            found = tracked(self.timeline.records(0)).phases
+            self._phases = {(self.server(p.source), p.job, p.case): p for p in found}
         return self._phases
 
     def advance(self, time: float, fleet: Fleet) -> None:
