@@ -4,6 +4,7 @@ report."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from dltui.plans import sizing
 from dltui.plans.scaling import Scaling, throughput
@@ -19,7 +20,7 @@ from dltui.plans.topology import (
     path_short,
     pcie_text,
 )
-from dltui.protocol.bench_plans import KernelPlan, Plan
+from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.topology import Nic, NumaNode, Topology
@@ -84,6 +85,11 @@ def gbps_figure(value: float | None) -> str:
 def fmt_count(value: float | None) -> str:
     """A count with its thousands grouped: '12,345'."""
     return NONE if value is None else f"{value:,.0f}"
+
+
+def fmt_iterations(count: int) -> str:
+    """Iterations a figure was timed over: '1,200 it' (a bare '×1,200' reads as a ratio)."""
+    return f"{count:,} it"
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -196,15 +202,16 @@ def estimated_duration(seconds: float) -> str:
     return f"about {rough_duration(seconds)}"
 
 
-def describe_plan_size(plan: Plan, inventory: Inventory) -> str:
-    """'60 cases, about 5 min' or '4 training runs, about 12 min'."""
-    if isinstance(plan, KernelPlan):
-        count = sizing.kernel_cases(plan, inventory)
-        what = f"{count} case{'s' * (count != 1)}"
-    else:
-        count = sizing.model_runs(plan)
-        what = f"{count} training run{'s' * (count != 1)}"
-    return f"{what}, {estimated_duration(sizing.estimate_s(plan, inventory))}"
+def describe_work(plans: Sequence[Plan], inventory: Inventory) -> str:
+    """'60 cases, about 5 min', '3 training runs, about 12 min', or both joined: what a server
+    runs of a launch, one plan after the other."""
+    kernels = [plan for plan in plans if isinstance(plan, KernelPlan)]
+    cases = sum(sizing.kernel_cases(plan, inventory) for plan in kernels)
+    runs = sum(sizing.model_runs(plan) for plan in plans if isinstance(plan, ModelPlan))
+    what = [f"{cases} case{'s' * (cases != 1)}"] * bool(kernels)
+    what += [f"{runs} training run{'s' * (runs != 1)}"] * (len(kernels) < len(plans))
+    seconds = sum(sizing.estimate_s(plan, inventory) for plan in plans)
+    return f"{' + '.join(what)}, {estimated_duration(seconds)}"
 
 
 # --- results as text: one line per timed case or training run ----------------------------------
@@ -240,15 +247,16 @@ def ratio_text(result: KernelResult) -> str:
 
 
 def method_text(result: KernelResult) -> str:
-    """How the case was timed, e.g. "graph ×716" (iterations a sample), the backend a search
-    chose ("graph ×12 flash"), "padded" where padding changed the shape; empty for results
-    from before methods were recorded."""
+    """How the case was timed: the iterations in all and how a sample ran them ("2,148 it,
+    graph of 716": CUDA graphs of 716 iterations), the backend a search chose ("36 it, graph of
+    12, flash"), "padded" where padding changed the shape; empty for results from before methods
+    were recorded."""
     if result.method is None:
         return ""
-    text = f"{result.method} ×{result.per_sample}"
-    if result.backend is not None:
-        text += f" {result.backend}"
-    return text + " padded" if result.padded_shape else text
+    how = result.method + (f" of {result.per_sample:,}" if result.per_sample > 1 else "")
+    words = [fmt_iterations(result.iterations), how, result.backend]
+    words.append("padded" if result.padded_shape else None)
+    return ", ".join(word for word in words if word)
 
 
 def link_text(result: KernelResult) -> str:

@@ -24,6 +24,7 @@ from dltui.client.target import Target
 from dltui.plans.check import PlanError
 from dltui.plans.names import COLLECTIVES
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
+from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import ConnectionState, JobEnd, JobState, Message, Welcome
 
 SEVERITY: tuple[JobState, ...] = ("failed", "refused", "cancelled", "done")
@@ -91,6 +92,19 @@ def is_across(plan: Plan, members: int) -> bool:
     """The default: collectives over several agents run across them; anything else runs side
     by side unless asked."""
     return members > 1 and isinstance(plan, KernelPlan) and bool(set(plan.kinds) & set(COLLECTIVES))
+
+
+def server_work(
+    plan: Plan, across: bool, inventories: list[Inventory], baselines: bool = True
+) -> list[list[Plan]]:
+    """What each server runs of the plan, in order: the plan itself (its share of one run
+    across), and first on the first server of a model run across, what that run's scaling is
+    judged against: one GPU and that whole server (one run where they are the same)."""
+    work: list[list[Plan]] = [[plan] for _ in inventories]
+    if across and baselines and isinstance(plan, ModelPlan):
+        counts = list(dict.fromkeys([1, local_ranks(plan, inventories[0])]))
+        work[0].insert(0, replace(plan, gpus=counts))
+    return work
 
 
 @dataclass
@@ -171,12 +185,9 @@ class Campaign:
             if member.welcome is None:
                 raise RuntimeError(f"{member.source} has not said who it is yet")
             inventories.append(member.welcome.inventory)
-        steps = []
-        if isinstance(plan, ModelPlan) and self.baselines:
-            first = members[0]
-            counts = list(dict.fromkeys([1, local_ranks(plan, inventories[0])]))
-            baseline = replace(plan, gpus=counts)
-            steps.append(Step(f"baseline on {first.source}", [Part(first, baseline)], False))
+        first = members[0]
+        *baselines, _ = server_work(plan, True, inventories, self.baselines)[0]
+        steps = [Step(f"baseline on {first.source}", [Part(first, b)], False) for b in baselines]
         targets = [member.target for member in members]
         plans = assign_ranks(plan, targets, inventories, self.rendezvous)
         parts = [Part(member, part) for member, part in zip(members, plans, strict=True)]

@@ -17,7 +17,7 @@ from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.formatting import (
     HEADER,
-    describe_plan_size,
+    describe_work,
     format_model_row,
     format_row,
     model_header,
@@ -93,12 +93,22 @@ class BenchTable:
     def start(self, welcomes: dict[str, Welcome]) -> None:
         """Who the agents are, what runs and how big it is, and the table's header."""
         ((plan, across),) = self.run.plans  # a bench runs one plan
+        steps = self.run.campaign.steps
         for source, welcome in welcomes.items():
-            size = describe_plan_size(plan, welcome.inventory)
+            work = [
+                part.plan for step in steps for part in step.parts if part.member.source == source
+            ]
+            size = describe_work(work, welcome.inventory)
             print(f"# {_describe(self.names[source], welcome)}; {_describe_plan(plan)}: {size}")
         if across:
             campaign = self.run.campaign
             print(f"# one run across {len(welcomes)} servers" + _describe_rendezvous(campaign))
+            for step in campaign.steps[:-1]:  # a baseline: one part, on the first server
+                baseline = step.parts[0]
+                gpus = getattr(baseline.plan, "gpus", [])
+                counts = f"{', '.join(map(str, gpus))} GPU{'s' * (gpus != [1])}"
+                name = self.names[baseline.member.source]
+                print(f"# first, what its scaling is judged against: {counts} on {name}")
         header = HEADER
         if isinstance(plan, ModelPlan):
             header = model_header(all(is_gpt(model) for model in plan.models))

@@ -2,7 +2,7 @@
 long that takes on a server, and the smaller defaults a CPU gets.
 
 Shared by the launcher (a plan's size and duration per server) and `dltui bench` (said up
-front), in words by formatting.describe_plan_size. The counts match the engine's shape sets (a test
+front), in words by formatting.describe_work. The counts match the engine's shape sets (a test
 holds them to bench/shapes.py); the durations are estimates from runs on an H200 and on a
 2-core CPU (Xeon, AMX), scaled by the CPU's cores, so they say "about": the live progress keeps
 its own estimate from the pace.

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dltui.client.campaign import check_layout, is_across
-from dltui.formatting import describe_plan_size
+from dltui.client.campaign import check_layout, is_across, server_work
+from dltui.formatting import describe_work
 from dltui.plans import sizing
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.files import load_plans
@@ -149,11 +149,12 @@ def _attention_launch(kernels: KernelPlan, inventories: list[Inventory]) -> Laun
 
 def size_lines(launch: Launch, servers: dict[str, Inventory]) -> list[str]:
     """Per server: how many cases or runs the launch makes there and about how long."""
-    lines = []
-    for name, inventory in servers.items():
-        words = [describe_plan_size(plan, inventory) for plan, _ in launch.plans]
-        lines.append(f"{name}: {' + '.join(words)}")
-    return lines
+    inventories = list(servers.values())
+    work = [server_work(plan, across, inventories) for plan, across in launch.plans]
+    return [
+        f"{name}: {describe_work([p for plans in work for p in plans[index]], inventory)}"
+        for index, (name, inventory) in enumerate(servers.items())
+    ]
 
 
 def _from_file(choice: Choice, servers: int) -> Launch:

@@ -58,6 +58,11 @@ def test_one_training_run_across_two_agents(agent_factory, tmp_path, framework):
     assert across["efficiency"]["vs_one_gpu"] == pytest.approx(expected)
     assert across["efficiency"]["vs_one_server"] == pytest.approx(expected)
     assert f"{expected * 100:.1f}%" in result.stdout
+    # Said up front: the first server runs the baseline and its part, the second its part.
+    said = result.stdout.replace(socket.gethostname(), "host")
+    assert f"host@{first.address}: no GPU; {framework}, models googlenet: 2 training runs" in said
+    assert f"host@{second.address}: no GPU; {framework}, models googlenet: 1 training run," in said
+    assert f"# first, what its scaling is judged against: 1 GPU on host@{first.address}" in said
 
 
 def test_killing_one_servers_part_stops_the_run_on_both(agent_factory):

@@ -42,23 +42,23 @@ async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> N
         text = await wait_for_text(pilot, r"h200x2-kernels +cpu-kernels")
         # Against DeepBench's V100 figure, which the result carries; with its spread and count.
         assert re.search(
-            r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% ×\d+ 2.34×", text
+            r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% \d+ it 2.34×", text
         )
         assert results.baseline == REFERENCE
 
         await pilot.press("b")  # the first server is the baseline: its own column has no ratio
         # The CPU box ran the same GEMM: its figure and its ratio to the H200's, side by side
         # (waited for: the heading can be drawn a frame before the rows).
-        side_by_side = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% ×\d+ +"
-                        r"0\.\d+ +TFLOP/s ±\d+\.\d% ×\d+ 0\.00\d\d?×")  # fmt: skip
+        side_by_side = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% \d+ it +"
+                        r"0\.\d+ +TFLOP/s ±\d+\.\d% \d+ it 0\.00\d\d?×")  # fmt: skip
         text = await wait_for_text(pilot, side_by_side)
         assert "ratio to h200x2-kernels" in text and "◆ h200x2-kernels" in text
 
         # The columns are as wide as their cells once drawn, not once the table next idles (in a
         # busy suite run that had not come in ten seconds): read before the app runs again.
         results.baseline = "cpu-kernels · CPU"  # its watcher redraws the table here and now
-        drawn = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% ×\d+ +[\d.,]+×\?? +"
-                 r"0\.\d+ +TFLOP/s ±\d+\.\d% ×\d+\n")  # fmt: skip
+        drawn = (r"gemm 5124x9124x1760 NN fwd bf16 +220.7 +TFLOP/s ±\d\.\d% \d+ it +[\d.,]+×\?? +"
+                 r"0\.\d+ +TFLOP/s ±\d+\.\d% \d+ it\n")  # fmt: skip
         assert re.search(drawn, screen_text(app) + "\n")
 
         await pilot.press("m")  # per watt: this recording's kernels read no energy of their own
@@ -189,6 +189,11 @@ async def test_the_launcher_says_what_is_chosen_how_big_each_plan_is_and_x_close
         text = await wait_for_text(pilot, r"h200x2-kernels  ✗ not chosen")
         assert "h200x2-kernels: 19 cases" not in text and "cpu-kernels: 19 cases" in text
         launcher = app.screen
+        await pilot.press("space")  # chosen again: still the first, as listed, not as ticked
+        scale_out = next(b for b in launcher.query(RadioButton) if b.name == "scale_out")
+        scale_out.value = True  # the first server runs the baselines (1 and 2 GPUs) first
+        text = await wait_for_text(pilot, r"h200x2-kernels: 3 training runs, about \d+")
+        assert "cpu-kernels: 1 training run, about " in text
         plan_file = next(b for b in launcher.query(RadioButton) if b.name == "file")
         plan_file.value = True
         text = await wait_for_text(pilot, r"a TOML file with \[kernels\] and \[models\] tables")

@@ -7,7 +7,8 @@ import pytest
 
 from dltui.bench.shapes import cases
 from dltui.bench.suite import DIRECTIONS
-from dltui.formatting import describe_plan_size, estimated_duration
+from dltui.client.campaign import server_work
+from dltui.formatting import describe_work, estimated_duration
 from dltui.plans import sizing
 from dltui.plans.names import COLLECTIVES, KINDS, SHAPE_SETS
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan
@@ -48,10 +49,27 @@ def test_a_cpu_gets_its_own_step_counts_unless_asked() -> None:
 
 def test_sizes_in_words() -> None:
     quick = KernelPlan(shape_set="quick", kinds=["gemm", "conv", "rnn"])
-    assert describe_plan_size(quick, box(1)).startswith("60 cases, about ")
-    assert describe_plan_size(quick, box(0)).endswith(" min")  # DeepBench's shapes on a CPU
+    assert describe_work([quick], box(1)).startswith("60 cases, about ")
+    assert describe_work([quick], box(0)).endswith(" min")  # DeepBench's shapes on a CPU
     runs = ModelPlan(models=["resnet50", "vgg16"], gpus=[1, 2])
-    assert describe_plan_size(runs, box(2)).startswith("4 training runs, about ")
+    assert describe_work([runs], box(2)).startswith("4 training runs, about ")
     assert [estimated_duration(s) for s in (3, 40, 600, 9000)] == [
         "about 10 s", "about 40 s", "about 10 min", "about 2.5 h"
     ]  # fmt: skip
+
+
+def test_a_run_across_servers_counts_the_baseline_the_first_server_runs_before_it() -> None:
+    plan = ModelPlan(models=["resnet50"], gpus=[0])  # every GPU of each server
+    first, second = server_work(plan, True, [box(8), box(8)])
+    assert [p.gpus for p in first] == [[1, 8], [0]] and [p.gpus for p in second] == [[0]]
+    assert describe_work(first, box(8)).startswith("3 training runs, about ")
+    assert describe_work(second, box(8)).startswith("1 training run, about ")
+    assert server_work(plan, True, [box(8), box(8)], baselines=False) == [[plan], [plan]]
+    assert server_work(plan, False, [box(8), box(8)]) == [[plan], [plan]]
+    one = ModelPlan(models=["resnet50"], gpus=[1])  # one GPU is the whole server's share
+    assert [p.gpus for p in server_work(one, True, [box(8), box(8)])[0]] == [[1], [1]]
+
+
+def test_kernels_and_training_runs_in_one_launch_are_said_together() -> None:
+    plans = [KernelPlan(shape_set="quick", kinds=["gemm"]), ModelPlan(models=["alexnet"])]
+    assert describe_work(plans, box(1)).startswith("10 cases + 1 training run, about ")

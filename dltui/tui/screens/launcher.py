@@ -74,6 +74,13 @@ class ServerChoice(SelectionList[str]):
             source = self.get_option_at_index(index).value
             self.replace_option_prompt_at_index(index, self.prompt(source, source in chosen))
 
+    def chosen(self) -> list[str]:
+        """The chosen servers in the list's order, not the order they were ticked: the first
+        holds rank 0 and a run across's baselines, whoever was unticked and ticked again."""
+        chosen = set(self.selected)
+        options = (self.get_option_at_index(i).value for i in range(self.option_count))
+        return [source for source in options if source in chosen]
+
 
 class PlanButton(RadioButton):
     """A plan: the chosen one shows its dot, the others none (not a colour alone)."""
@@ -237,7 +244,7 @@ class LauncherScreen(ModalScreen[Start | None]):
     def _estimate(self) -> None:
         """How big the chosen plan is on each chosen server, and about how long it takes."""
         names = server_names(self.fleet)
-        sources = list(self.query_one("#servers", SelectionList).selected)
+        sources = self.query_one(ServerChoice).chosen()
         inventories = {names.get(source, source): self.fleet.servers[source].inventory
                        for source in sources}  # fmt: skip
         known = {name: inventory for name, inventory in inventories.items() if inventory}
@@ -267,7 +274,7 @@ class LauncherScreen(ModalScreen[Start | None]):
         await self.app.run_action("cancel_run")
 
     def action_start(self) -> None:
-        sources = list(self.query_one("#servers", SelectionList).selected)
+        sources = self.query_one(ServerChoice).chosen()
         inventories = [self.fleet.servers[source].inventory for source in sources]
         try:
             launch = make_launch(self.choice(), [i for i in inventories if i is not None])
