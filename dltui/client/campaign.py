@@ -51,6 +51,8 @@ class Part:
     job: str | None = None
     end: JobEnd | None = None
     cancel_sent: bool = False
+    lost: bool = False
+    """Its agent went away mid-job: the end is the campaign's word, not the agent's."""
 
 
 @dataclass
@@ -134,6 +136,7 @@ class Campaign:
             for part in self._running(source):
                 why = f"lost the agent: {message.detail or message.state}"
                 part.end = JobEnd(part.job or "", "failed", why, message.wall)
+                part.lost = True
                 self._changed.set()
 
     def jobs(self) -> set[str]:
@@ -167,14 +170,22 @@ class Campaign:
     def failures(self, name: Callable[[Member], str] = lambda member: member.source) -> list[str]:
         """Why the parts that failed or were refused did, first first, each named by `name`
         (the first is usually the cause of the others)."""
+        return [f"{name(part.member)} {end.state}: {end.error}" for part, end in self._failed()]
+
+    @property
+    def lost_agent(self) -> bool:
+        """Whether the first failure was an agent lost mid-job (the others followed from it)."""
+        failed = self._failed()
+        return bool(failed) and failed[0][0].lost
+
+    def _failed(self) -> list[tuple[Part, JobEnd]]:
         ended = [
-            (part.end, part.member)
+            (part, part.end)
             for step in self.steps
             for part in step.parts
             if part.end is not None and part.end.state in ("failed", "refused")
         ]
-        ended.sort(key=lambda pair: pair[0].wall)
-        return [f"{name(member)} {end.state}: {end.error}" for end, member in ended]
+        return sorted(ended, key=lambda pair: pair[1].wall)
 
     def _make_steps(self) -> list[Step]:
         plan, members = self.plan, self.members

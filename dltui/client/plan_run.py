@@ -75,6 +75,11 @@ class PlanRun:
         self.cancelled = True
         await self.campaign.cancel()
 
+    @property
+    def lost_agent(self) -> bool:
+        """Whether the run stopped because an agent went away mid-job."""
+        return self.campaign.lost_agent
+
     def jobs(self) -> set[str]:
         """The running plan's jobs."""
         return self.campaign.jobs()

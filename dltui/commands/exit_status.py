@@ -27,7 +27,7 @@ BUSY = 4
 ASSERTION_FAILED = 5
 """A result did not pass an `--assert` or a plan file's [assert] check."""
 UNREACHABLE = 6
-"""An agent did not answer."""
+"""An agent did not answer, or went away in the middle of a job."""
 EVENT = 7
 """`--fail-on`: a health event or alert that severe arrived."""
 WRITE_FAILED = 74
@@ -44,7 +44,7 @@ TABLE = {
     REFUSED: "an agent refused the connection or the job",
     BUSY: "an agent stayed busy",
     ASSERTION_FAILED: "an assertion failed",
-    UNREACHABLE: "an agent did not answer",
+    UNREACHABLE: "an agent did not answer or went away",
     EVENT: "a --fail-on event arrived",
     WRITE_FAILED: "a write failed (disk full, read-only)",
     INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): jobs cancelled",

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
-from dltui.commands.exit_status import ASSERTION_FAILED, JOB_EXIT, OK
+from dltui.commands.exit_status import ASSERTION_FAILED, JOB_EXIT, OK, UNREACHABLE
 from dltui.plans.assertions import Assertion, Baseline, cases, failures
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.messages import JobResult, JobState, Message
@@ -52,7 +52,7 @@ async def run_plans_headless(
     """Wait for every agent's welcome (Unreachable names one that failed), run the plans that
     `plans()` builds from what the welcomes said, let `ended` say how the run ended, then check
     the assertions against every result: the exit status. A run that did not end `done` exits
-    as it ended, unchecked."""
+    as it ended, unchecked, or as unreachable where an agent went away mid-job."""
     results = Results()
     session.subscribe(results)
     try:
@@ -64,7 +64,7 @@ async def run_plans_headless(
     finally:
         session.unsubscribe(results)
     if state != "done":
-        return JOB_EXIT[state]
+        return UNREACHABLE if run.lost_agent else JOB_EXIT[state]
     return check_assertions(assertions, results, session.names(), say, baseline)
 
 

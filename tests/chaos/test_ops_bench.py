@@ -12,7 +12,7 @@ import subprocess
 import psutil
 import pytest
 
-from dltui.commands.exit_status import REFUSED
+from dltui.commands.exit_status import REFUSED, UNREACHABLE
 from dltui.protocol.messages import Subscribe
 from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, require, wait_for
@@ -156,3 +156,20 @@ def test_a_stopped_bench_cancels_its_jobs_on_the_agent(agent_factory, stop):
     _, said = bench.communicate(timeout=30)
     assert bench.returncode == 130 and "# cancelled" in said and "Traceback" not in said, said
     wait_for(lambda: not workers(), timeout=15, what="the worker gone")
+
+
+def test_an_agent_that_dies_mid_job_ends_bench_as_unreachable_not_as_a_failed_job(agent_factory):
+    """A CI step tells "the agent went away" (6) from "the benchmark failed on it" (1)."""
+    agent = agent_factory()
+    long = ("--set", "tiny", "--kind", "gemm", "--device", "cpu", "--iterations", "100000",
+            "--max-seconds", "60")  # fmt: skip
+    bench = subprocess.Popen(dltui_command("bench", "kernels", "--agent", agent.address, *long),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=ROOT)  # fmt: skip
+    tree = psutil.Process(agent.process.pid)
+    wait_for(lambda: tree.children(recursive=True), timeout=60, what="the job's worker")
+    for process in [*tree.children(recursive=True), tree]:
+        process.kill()
+    _, said = bench.communicate(timeout=60)
+    assert bench.returncode == UNREACHABLE, said
+    assert "lost the connection to the agent" in said and "Traceback" not in said
