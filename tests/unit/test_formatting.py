@@ -11,6 +11,7 @@ from dltui.formatting import (
     fmt_bytes,
     fmt_count,
     fmt_duration,
+    fmt_iterations,
     fmt_memory,
     fmt_memory_of,
     fmt_rate,
@@ -20,6 +21,7 @@ from dltui.formatting import (
     format_row,
     gbps_figure,
     gib_figure,
+    method_text,
     rate_text,
     rough_duration,
     significant,
@@ -104,6 +106,22 @@ def test_result_columns_keep_one_unit_and_line_up_their_decimal_points():
     assert rows[2][gbps - 1 : gbps + 4] == "3.667" and rows[0][gbps] == " "
     assert "TFLOP/s" not in rows[0] and "GB/s" not in rows[2]  # the unit is the column's
     assert rows[0].rstrip().endswith("6.65×") and "0.26×" in rows[1]
+
+
+def test_the_iterations_a_case_was_timed_over_read_as_a_count_never_as_a_ratio():
+    assert fmt_iterations(400) == "400 it" and fmt_iterations(2148) == "2,148 it"
+    # Three CUDA graphs of 716 iterations each: 2,148 timed in all ('graph ×716' read as 716×).
+    graph = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "4096x7133x4096 NT",
+                         iterations=2148, median_s=3.2e-4, spread_s=1e-6, tflops=759.5,
+                         ratio=6.98, method="graph", samples=3, per_sample=716, backend="flash",
+                         padded_shape="4096x7136x4096 NT")  # fmt: skip
+    assert method_text(graph) == "2,148 it, graph of 716, flash, padded"
+    each = KernelResult("conv", "torch", "cpu", "fp32", "fwd", "s", iterations=300,
+                        median_s=2e-3, tflops=0.1, method="each", samples=300)  # fmt: skip
+    assert method_text(each) == "300 it, each"
+    row = format_row(graph)
+    assert row.endswith("6.98×  2,148 it, graph of 716, flash, padded")  # one × only: the ratio
+    assert row.count("×") == 1
 
 
 def test_probe_lists_values_in_the_fields_order_aligned_with_throttle_in_words():

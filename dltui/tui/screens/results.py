@@ -32,7 +32,7 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import aligned, fmt_ratio, model_figure
+from dltui.formatting import aligned, fmt_iterations, fmt_ratio, model_figure
 from dltui.protocol.bench_results import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
@@ -59,7 +59,7 @@ def figure_text(cell: Cell, metric: Metric) -> str:
         spread = result.spread_s / result.median_s if result.median_s else 0.0
         unit = "TFLOP/s" if result.tflops is not None else "GB/s" if result.gbps else "/s"
         chosen = f" {result.backend}" if result.backend else ""
-        return f"{aligned(value)} {unit} ±{spread:.1%} ×{result.iterations:,}{chosen}"
+        return f"{aligned(value)} {unit} ±{spread:.1%} {fmt_iterations(result.iterations)}{chosen}"
     return model_figure(result)
 
 
