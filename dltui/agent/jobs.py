@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from dltui.agent import job_folders
 from dltui.agent.occupancy import Occupancy
 from dltui.plans.check import PlanError, check_plan
 from dltui.plans.names import MULTICAST_OFF, NVML_GPUS_ENV, RUN_FOLDERS_ENV
@@ -141,9 +142,12 @@ class Jobs:
     async def _run_worker(self, job: _Job) -> tuple[JobState, str | None]:
         """Run the worker to its end; how the job ended, and why if it failed. The job has a
         folder of its own, where its runs keep theirs, removed once the worker and all it
-        started are gone: a run killed mid-way cannot clean up after itself."""
+        started are gone: a run killed mid-way cannot clean up after itself. Its name says
+        which agent owns it, so the next agent removes it if this one is killed first."""
         try:
-            made = tempfile.TemporaryDirectory(prefix="dltui-job-", ignore_cleanup_errors=True)
+            made = tempfile.TemporaryDirectory(
+                prefix=job_folders.prefix(), ignore_cleanup_errors=True
+            )
         except OSError as exc:  # a full disk, a temporary folder gone
             return "failed", f"cannot make the job's folder: {exc}"
         with made as folder:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
-from dltui.agent import footprint
+from dltui.agent import footprint, job_folders
 from dltui.agent.alerts import Rule
 from dltui.agent.listener import requires_client_certificate
 from dltui.agent.server import Agent, run_until_signal, stable_agent_id
@@ -47,6 +47,7 @@ def run(
         kept_to = None if cpu == "any" else footprint.one_cpu(cpu)
     except ValueError as exc:
         raise UsageError(f"--cpu: {exc}") from None
+    job_folders.remove_orphans()  # what agents killed before they could clean up left
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
                       on_event=lambda event: agent.events.add([event]),
