@@ -4,7 +4,7 @@ The agent never imports a framework; this process does, so a framework crash, an
 error or a hung kernel kills the worker and not the agent. Protocol: one `run` frame on stdin;
 then `progress` and `result` frames on stdout and a final `job_end`. SIGTERM asks it to stop
 after the current case; the end of stdin means the agent is gone (even kill -9), and the worker
-exits at once rather than hold a GPU for nobody.
+and its ranks end at once rather than hold a GPU for nobody.
 
     python -m dltui.bench.worker
 """
@@ -47,8 +47,13 @@ def read_run(source: BufferedReader) -> Run:
 
 
 def _exit_when_orphaned(source: BufferedReader) -> None:
+    """At the end of stdin (the agent is gone, even by SIGKILL), end this worker and its ranks:
+    a rank asked to stop by its own stdin's end stops only between steps, or never while it
+    waits in a collective for a peer that has stopped first."""
     while source.read1(65536):
         pass
+    if os.getpgid(0) == os.getpid():  # its own group, as the agent starts it: the ranks' too
+        os.killpg(0, signal.SIGKILL)
     os._exit(3)
 
 
