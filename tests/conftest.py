@@ -138,16 +138,36 @@ class AgentProcess:
     def kill(self) -> None:
         """Kill the agent and everything it started: a benchmark rank stuck in a collective
         never reads the end of its stdin, and would outlive a test that failed around it."""
-        try:
-            tree = psutil.Process(self.process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            tree = []
+        tree = self._descendants()
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        for process in tree:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.kill()
+        _kill_all(tree)
+
+    def close(self, grace: float = 10.0) -> None:
+        """End the agent and what it runs. One running a job (it has a worker) is asked first,
+        as a service manager asks (SIGTERM): it cancels the job and removes the job's folder,
+        which a killed agent leaves behind. What is left after `grace` seconds is killed. An
+        idle one is killed at once: one whose NVML hangs takes seconds to stop."""
+        tree = self._descendants()  # taken first: once the agent is gone, they have no parent
+        if tree and self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=grace)
+        self.kill()  # the agent, where SIGTERM did not end it
+        _kill_all(tree)
+
+    def _descendants(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+
+def _kill_all(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
 
 
 def dltui_command(*args: str) -> list[str]:
@@ -200,7 +220,7 @@ def agent_factory() -> Iterator[Callable[..., AgentProcess]]:
 
     yield factory
     for agent in started:
-        agent.kill()
+        agent.close()
 
 
 @pytest.fixture
