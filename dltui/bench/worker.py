@@ -83,12 +83,21 @@ def main() -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = uuid
         plan = dataclasses.replace(plan, device="cuda")
 
+    case: tuple[int, float] | None = None
+    """The `done` of the case under way, and when it began (monotonic)."""
+
     def on_result(result: KernelResult | ModelResult) -> None:
         if target is not None and mig_uuid(target):  # the instance it ran on, not "cuda:0"
             result = dataclasses.replace(result, device=target)
+        if isinstance(result, KernelResult) and case is not None:
+            # Timed here: a short case's progress and result may reach a client together.
+            result = dataclasses.replace(result, case_s=time.monotonic() - case[1])
         emit(JobResult.of(run.job, result))
 
     def on_progress(done: int, total: int, label: str, fraction: float | None = None) -> None:
+        nonlocal case
+        if case is None or case[0] != done:  # a new `done` starts a case; the same, a fraction
+            case = (done, time.monotonic())
         emit(JobProgress(run.job, done, total, label, fraction))
 
     try:

@@ -301,7 +301,7 @@ def _record(row: Row, column: str, cell: Cell, baseline: str) -> dict[str, objec
     record["ratio"] = row.ratio(column, baseline, "rate")
     phase = cell.phase
     if phase is not None and phase.end is not None:
-        record |= {"seconds": phase.end - phase.start, "watts": phase.watts,
+        record |= {"seconds": phase.seconds, "watts": phase.watts,
                    "per_watt": phase.per_watt, **phase.telemetry}  # fmt: skip
     return record
 

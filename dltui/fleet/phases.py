@@ -3,7 +3,9 @@
 A case starts at a `progress` frame with a new `done` and ends at its `result` frame. The
 tracker learns both as frames arrive, so the live TUI marks phases on its charts and a report
 finds them in a recording the same way; the caller says what time each frame is at (the
-fleet: its latest sample of that server; a recording: the receive time).
+fleet: its latest sample of that server; a recording: the receive time). Those times place a
+case among the samples; how long it ran is what its result says the worker timed, where it
+says: a short case's start and result can reach a client together, at one time.
 
 While a phase is open, every sample of its server is folded into it (a few additions), so its
 means cost nothing to read: utilization and tensor activity averaged over the GPUs the case
@@ -59,6 +61,10 @@ class Phase:
     end: float | None = None
     """None while the case runs."""
     result: Result | None = None
+    seconds: float | None = None
+    """How long the case ran, once it has ended: as timed where it ran (a kernel's `case_s`, a
+    training run's timed steps), else between its frames; None where its start and end came
+    at one time (a case shorter than a batch of frames: how long is unknown, not 0)."""
     _sums: dict[tuple[int, str], list[float]] = field(default_factory=dict, repr=False)
     _energy: dict[int, _Energy] = field(default_factory=dict, repr=False)
     _kept: list[tuple[float, list[GpuSample]]] = field(default_factory=list, repr=False)
@@ -76,8 +82,12 @@ class Phase:
         """End the phase at `t`, with its result if it has one; a training run's phase becomes
         its timed steps (see the module's docstring)."""
         self.end, self.result = t, result
+        self.seconds = t - self.start if t > self.start else None
+        if isinstance(result, KernelResult) and result.case_s is not None:
+            self.seconds = result.case_s
         if isinstance(result, ModelResult) and result.step_times:
-            self.start = max(t - sum(result.step_times), self.start)
+            self.seconds = sum(result.step_times)
+            self.start = max(t - self.seconds, self.start)
             self._sums, self._energy = {}, {}
             for when, gpus in self._kept:
                 if when >= self.start:
@@ -126,7 +136,9 @@ class Phase:
         """Whether the phase ended sooner than the field's readings average over (GPM: 1 s):
         what its samples carry was read before it began."""
         spec = GPU_FIELDS.get(name)
-        return self.end is not None and spec is not None and self.end - self.start < spec.window
+        if self.end is None or spec is None:
+            return False
+        return self.seconds is None or self.seconds < spec.window
 
     @property
     def telemetry(self) -> dict[str, float]:

@@ -179,3 +179,7 @@ class KernelResult:
     backend: str | None = None
     """The implementation that won a search among several and was timed: an attention case's
     scaled_dot_product_attention backend ("flash", "cudnn", "efficient", "math")."""
+    case_s: float | None = None
+    """Seconds the worker spent on the whole case, from starting it to its result (set-up,
+    warm-up, any search and the timed runs): how long its phase lasted, however its frames
+    reached a client. None in results from before it was measured."""

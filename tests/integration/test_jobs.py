@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import replace
 
 import psutil
@@ -72,6 +73,24 @@ async def test_a_tiny_plan_runs_while_sampling_goes_on(agent):
         assert 1e-6 < result.tflops < 10
     assert sum(isinstance(m, Sample) for m in seen) >= 2  # the agent kept sampling
     assert workers(agent) == []
+    await client.close()
+
+
+async def test_each_result_says_how_long_its_worker_took_over_the_case(agent):
+    """A short case's progress and result can reach a client together (the TUI dated both by
+    one sample: 0 s): the worker times the case, from its start to its result."""
+    client, _ = await connect(agent.address)
+    asked = time.monotonic()
+    await client.stream.send(Run(1, "timed", TINY))
+    seen: list = []
+    await until(client.stream, lambda m: isinstance(m, JobEnd), collect=seen)
+    took = time.monotonic() - asked
+    results = [m.result for m in seen if isinstance(m, JobResult)]
+    assert results
+    for result in results:
+        assert result.case_s is not None
+        assert result.case_s >= result.min_s * result.iterations  # its timed runs, at least
+    assert sum(result.case_s for result in results) <= took
     await client.close()
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 
 from textual.widgets import RadioButton
 
 from dltui.fleet.compare import REFERENCE
-from dltui.protocol.messages import Sample
+from dltui.protocol.bench_results import KernelResult
+from dltui.protocol.messages import JobProgress, JobResult, Sample
 from dltui.protocol.samples import GpuProcess, GpuSample, HostSample
 from dltui.tui import create_app
 from dltui.tui.replay_app import create_replay_app
@@ -210,3 +212,22 @@ async def test_the_phases_of_a_sweep_say_how_many_processes_each_run_had() -> No
         text = await wait_for_text(pilot, r"alexnet bf16 batch 512 ×2 procs")
         assert "alexnet bf16 batch 512 ×1 proc " in text
         assert "alexnet bf16 batch 512 ×1 GPU " in text  # the H200's, the same configuration
+
+
+async def test_a_case_shorter_than_a_batch_of_frames_shows_the_time_its_worker_took() -> None:
+    """Live, a job frame is dated by the server's latest sample: a case that started and
+    ended between two samples showed 'time s 0'. It shows what its worker timed, or '–' where
+    its result does not say (an agent from before results did)."""
+    app = create_app([])
+    gemm = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "64x64x64 NN", tflops=0.5)
+    async with app.run_test(size=(160, 30)) as pilot:
+        for message in gpu_box_messages(time.time()):
+            app.fleet.apply("gpubox:7070", message)
+        app.fleet.apply("gpubox:7070", JobProgress("j", 0, 2, "gemm 64"))
+        app.fleet.apply("gpubox:7070", JobResult("j", replace(gemm, case_s=0.0312)))
+        app.fleet.apply("gpubox:7070", JobProgress("j", 1, 2, "gemm 128"))
+        app.fleet.apply("gpubox:7070", JobResult("j", replace(gemm, shape="128x128x128 NN")))
+        await pilot.press("v", "p")
+        text = await wait_for_text(pilot, r"gemm 128x128x128 NN fwd bf16")
+        assert re.search(r"gemm 64x64x64 NN fwd bf16 +0\.031 +0\.5000 ", text), text
+        assert re.search(r"gemm 128x128x128 NN fwd bf16 +– +0\.5000 ", text), text

@@ -113,3 +113,31 @@ def test_the_fleet_puts_phases_on_each_servers_sample_timeline() -> None:
     assert (phase.start, phase.end) == (100.0, 100.1)
     fleet.reset()
     assert fleet.servers["a"].phases == [] and fleet.phases.phases == []
+
+
+def test_a_case_shorter_than_a_batch_of_frames_lasts_what_its_worker_timed() -> None:
+    """The live fleet dates a job frame by the latest sample: a case that starts and ends
+    between two samples came with 0 s. Its length is what its worker timed; from an older
+    agent, whose results do not say, it is unknown, never 0."""
+    fleet = Fleet()
+    fleet.apply("a", sample(100.0, (70, 600)))
+    fleet.apply("a", JobProgress("j", 0, 2, "gemm 64"))
+    fleet.apply("a", JobResult("j", replace(GEMM, case_s=0.03)))
+    fleet.apply("a", JobProgress("j", 1, 2, "gemm 128"))
+    fleet.apply("a", JobResult("j", GEMM))
+    timed, untimed = fleet.servers["a"].phases
+    assert timed.start == timed.end == untimed.start == untimed.end == 100.0
+    assert timed.seconds == 0.03 and untimed.seconds is None
+    # Neither is long enough for a GPM or link-rate reading of its own.
+    assert timed.too_short("pcie_tx") and untimed.too_short("pcie_tx")
+
+
+def test_a_case_timed_by_its_worker_lasts_that_long_however_its_frames_came() -> None:
+    """Frames wait in queues on their way; the worker's own time for the case is the truth."""
+    tracker = PhaseTracker()
+    tracker.observe("a", JobProgress("j", 0, 1, "gemm"), 0.0)
+    tracker.observe("a", sample(0.6, (70, 600)), 0.6)
+    tracker.observe("a", JobResult("j", replace(GEMM, case_s=1.2)), 0.9)
+    (phase,) = tracker.finished()
+    assert (phase.end, phase.seconds) == (0.9, 1.2)
+    assert not phase.too_short("pcie_tx") and phase.telemetry["pcie_tx"] == 1e9

@@ -25,7 +25,8 @@ RATES = ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")
 
 def _figure(value: float | None, whole: int = 4, places: int = 2) -> str:
     """A number of the column's unit, decimal points aligned; '–' in the units' place where
-    there is none (a case too short for the field's readings, or a field no GPU gave)."""
+    there is none (a case too short for the field's readings, a field no GPU gave, or the time
+    of a case whose start and end came together)."""
     if value is None:
         return "–".rjust(whole) + " " * (places + 1)
     return aligned(value, whole, places)
@@ -44,7 +45,7 @@ def phase_cells(phase: Phase, server: str) -> list[Text]:
         tflops, gbps = result.tflops, result.gbps
     else:
         images = throughput(result)
-    seconds = _figure(phase.end - phase.start, 3, 3) if phase.end is not None else "…"
+    seconds = _figure(phase.seconds, 3, 3) if phase.end is not None else "…"
     per_watt = phase.per_watt
     unit = "TFLOP/s/W" if isinstance(result, KernelResult) else "/W"
     if isinstance(result, ModelResult):
