@@ -130,16 +130,16 @@ class BenchmarkRuns(AppPart):
 
     def action_results(self) -> None:
         if not isinstance(self.screen, ResultsScreen):
-            self.push_screen(ResultsScreen(self.fleet))
+            self.push_screen(ResultsScreen(self.fleet, self.view.timebase))
 
     def action_phases(self) -> None:
-        self.push_screen(ResultsScreen(self.fleet, tab="phases"))
+        self.push_screen(ResultsScreen(self.fleet, self.view.timebase, tab="phases"))
 
     def action_whatif(self) -> None:
         if not isinstance(self.screen, WhatIfScreen):
             self.push_screen(WhatIfScreen(self.fleet))
 
     def action_export(self) -> None:
-        screen = ResultsScreen(self.fleet)
+        screen = ResultsScreen(self.fleet, self.view.timebase)
         self.push_screen(screen)
         self.call_after_refresh(screen.action_export)

@@ -17,6 +17,8 @@ from dltui.tui.layout import Layout
 from dltui.tui.widgets.graph import WINDOWS
 
 Mode = Literal["auto", "compact", "panels"]
+RUNNING_AT_END = "running when the recording ended"
+"""A job or case still running where a replay's recording stops: how it ended is not known."""
 
 
 class Timebase(Protocol):

@@ -231,3 +231,20 @@ async def test_a_case_shorter_than_a_batch_of_frames_shows_the_time_its_worker_t
         text = await wait_for_text(pilot, r"gemm 128x128x128 NN fwd bf16")
         assert re.search(r"gemm 64x64x64 NN fwd bf16 +0\.031 +0\.5000 ", text), text
         assert re.search(r"gemm 128x128x128 NN fwd bf16 +– +0\.5000 ", text), text
+
+
+async def test_a_case_the_recording_ends_in_says_so_in_the_phases_as_on_the_main_view(
+    tmp_path,
+) -> None:
+    """The main view said 'running when the recording ended'; the phases, only 'running'."""
+    cut = tmp_path / "cut.dlrec"
+    whole = CPU.read_bytes()
+    cut.write_bytes(whole[: len(whole) // 2])  # stopped mid-run: the last case never ended
+    app = create_replay_app([cut])
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.replay.playing = False
+        app.replay.seek(app.replay.length)
+        await wait_for_text(pilot, r"job \w+ · running when the recording ended")
+        await pilot.press("v", "p")
+        text = await wait_for_text(pilot, r"8448x48000x2816 TN fwd +… +running when the recording")
+        assert not re.search(r"running(?! when the recording ended)", text), text

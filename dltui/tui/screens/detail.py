@@ -120,7 +120,7 @@ class DetailScreen(Screen[None]):
             yield from self.owners
             yield Static("Benchmark cases on this server, with the telemetry while each ran",
                          classes="heading")  # fmt: skip
-            yield PhaseTable(self.fleet, server.source)
+            yield PhaseTable(self.fleet, self.view.timebase, server.source)
         yield FittedFooter()
 
     def on_mount(self) -> None:

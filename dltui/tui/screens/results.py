@@ -36,6 +36,7 @@ from dltui.formatting import aligned, fmt_iterations, fmt_ratio, model_figure
 from dltui.protocol.bench_results import KernelResult
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
+from dltui.tui.view import Timebase
 from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.phase_table import PhaseTable
 
@@ -124,9 +125,10 @@ class ResultsScreen(Screen[None]):
     """The column the rows are sorted by (None: in the order they ran), and whether the
     largest comes first."""
 
-    def __init__(self, fleet: Fleet, tab: str = "compare") -> None:
+    def __init__(self, fleet: Fleet, timebase: Timebase, tab: str = "compare") -> None:
         super().__init__()
         self.fleet = fleet
+        self.timebase = timebase
         self.tab = tab
         self.comparison = Comparison([], [])
         self._drawn: tuple[object, ...] | None = None
@@ -141,7 +143,7 @@ class ResultsScreen(Screen[None]):
                 )
                 yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
             with TabPane("Phases (telemetry per case)", id="phases"):
-                yield PhaseTable(self.fleet)
+                yield PhaseTable(self.fleet, self.timebase)
             with TabPane("Topology", id="topology"):
                 yield WiringSummary(self.fleet)
         yield FittedFooter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.tui.layout import JOB_ROWS
+from dltui.tui.view import RUNNING_AT_END
 from dltui.tui.widgets.job_panel import STATE_STYLES, left_text, progress_bar, result_line
 from dltui.tui.widgets.panel import FleetPanel
 
@@ -28,9 +29,7 @@ class JobLine(FleetPanel):
         timebase = self.view.timebase
         state = job.state
         if state == "running" and timebase.ended(self.server.source):
-            words = Content.styled(
-                f"job {job.id} · running when the recording ended", "$text-warning"
-            )
+            words = Content.styled(f"job {job.id} · {RUNNING_AT_END}", "$text-warning")
             return [words, Content.styled(job.label, "$text-muted"), latest]
         name = job.id if width >= 50 else job.id[:6]  # enough to tell jobs apart in a column
         head = Content.assemble(

@@ -15,6 +15,7 @@ from dltui.fleet.state import Fleet
 from dltui.formatting import GB, aligned
 from dltui.plans.scaling import throughput, throughput_unit
 from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.tui.view import RUNNING_AT_END, Timebase
 
 COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img|tok/s", "util %", "tensor %",
            "power W", "PCIe tx GB/s", "PCIe rx GB/s", "NVLink tx GB/s", "NVLink rx GB/s",
@@ -32,13 +33,16 @@ def _figure(value: float | None, whole: int = 4, places: int = 2) -> str:
     return aligned(value, whole, places)
 
 
-def phase_cells(phase: Phase, server: str) -> list[Text]:
+def phase_cells(phase: Phase, server: str, ended: bool) -> list[Text]:
+    """The row of one phase; `ended`: its server's recording has played to its end."""
     t = phase.telemetry
     result = phase.result
     tflops = gbps = images = None
     state = ""
-    if result is None:
-        state = "running" if phase.end is None else "no result"
+    if result is None and phase.end is None:
+        state = RUNNING_AT_END if ended else "running"
+    elif result is None:
+        state = "no result"
     elif result.error is not None:
         state = "error"
     elif isinstance(result, KernelResult):
@@ -85,9 +89,10 @@ class PhaseTable(DataTable[Text]):
     }
     """
 
-    def __init__(self, fleet: Fleet, source: str | None = None) -> None:
+    def __init__(self, fleet: Fleet, timebase: Timebase, source: str | None = None) -> None:
         super().__init__(zebra_stripes=True, cursor_type="row", fixed_columns=2)
         self.fleet = fleet
+        self.timebase = timebase
         self.source = source
         self._drawn: tuple[int, int] | None = None
 
@@ -120,7 +125,8 @@ class PhaseTable(DataTable[Text]):
         return server.phases if server is not None else []
 
     def refresh_rows(self) -> None:
-        """Redraw when a phase started or ended, or the fleet moved while one runs."""
+        """Redraw when a phase started or ended, or the fleet moved while one runs (a replay
+        reaches a recording's end with its last frame)."""
         phases = self.phases()
         running = any(phase.end is None for phase in phases)
         state = (len(phases), self.fleet.version if running else sum(p.end is None for p in phases))
@@ -131,6 +137,7 @@ class PhaseTable(DataTable[Text]):
         at_end = self.cursor_row >= self.row_count - 1
         self.clear()
         for phase in phases:
-            self.add_row(*phase_cells(phase, names.get(phase.source, phase.source)))
+            name = names.get(phase.source, phase.source)
+            self.add_row(*phase_cells(phase, name, self.timebase.ended(phase.source)))
         if at_end and self.row_count:
             self.move_cursor(row=self.row_count - 1)
