@@ -69,10 +69,10 @@ def prefix() -> str:
 
 def _ended(found: Owner, here: Owner) -> bool:
     """Whether the agent `found` has certainly ended, as this one (`here`) can tell."""
+    if found.namespace != here.namespace:
+        return False  # its pids are not the ones this agent sees: it cannot tell
     if found.boot != here.boot:
         return True  # nothing outlives a reboot
-    if found.namespace != here.namespace:
-        return False  # its pids are not the ones this agent sees
     return owner(found.pid) != found
 
 

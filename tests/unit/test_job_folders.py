@@ -68,7 +68,10 @@ def test_a_reused_pid_is_not_its_old_owner(tmp_path):
 
 def test_a_folder_from_before_a_reboot_goes_one_from_another_namespace_stays(tmp_path, gone):
     earlier_boot = made(tmp_path, dataclasses.replace(gone, boot="00000000"))
-    other_namespace = made(tmp_path, dataclasses.replace(gone, namespace=gone.namespace + 1))
+    # A container sharing this /tmp: whatever boot it says, its agent cannot be seen here.
+    other_namespace = made(
+        tmp_path, dataclasses.replace(gone, boot="00000000", namespace=gone.namespace + 1)
+    )
     assert remove_orphans(str(tmp_path)) == [earlier_boot]
     assert other_namespace.exists()
 
