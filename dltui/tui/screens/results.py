@@ -10,9 +10,8 @@ per watt, scaling efficiency), `s` sorts by the cursor's column, `e` exports wha
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -39,13 +38,21 @@ from dltui.tui.screens.topology import WiringSummary
 from dltui.tui.view import Timebase
 from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.phase_table import PhaseTable
+from dltui.tui.widgets.whole_column_table import Column, WholeColumnTable
 
 REFRESH_S = 1.0
 
+Detail = Literal["full", "spread", "figure"]
+DETAILS: tuple[Detail, ...] = ("full", "spread", "figure")
+"""What a kernel's cell says beside its figure, the most first. Where the servers' columns do
+not all fit, the count of iterations goes first, then the spread: a server's figures before
+either (a noisy figure stays dimmed and its ratio flagged without them)."""
 
-def figure_text(cell: Cell, metric: Metric) -> str:
+
+def figure_text(cell: Cell, metric: Metric, detail: Detail = "full") -> str:
     """The figure, with how far to trust it: a rate carries its spread and how many
-    iterations were timed; an efficiency past 100% is flagged; a missing figure says why."""
+    iterations were timed (as `detail` allows); an efficiency past 100% is flagged; a missing
+    figure says why."""
     result = cell.result
     value = cell.value(metric)
     if value is None:
@@ -59,8 +66,14 @@ def figure_text(cell: Cell, metric: Metric) -> str:
     if isinstance(result, KernelResult):
         spread = result.spread_s / result.median_s if result.median_s else 0.0
         unit = "TFLOP/s" if result.tflops is not None else "GB/s" if result.gbps else "/s"
-        chosen = f" {result.backend}" if result.backend else ""
-        return f"{aligned(value)} {unit} ±{spread:.1%} {fmt_iterations(result.iterations)}{chosen}"
+        words = [f"{aligned(value)} {unit}"]
+        if detail != "figure":
+            words.append(f"±{spread:.1%}")
+        if detail == "full":
+            words.append(fmt_iterations(result.iterations))
+        if result.backend and detail != "figure":
+            words.append(result.backend)
+        return " ".join(words)
     return model_figure(result)
 
 
@@ -73,7 +86,9 @@ def ratio_text(ratio: float | None, noisy: bool = False) -> Text:
     return Text(f" {fmt_ratio(ratio)}", style="bold green" if ratio >= 1 else "bold red")
 
 
-def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
+def cell_text(
+    row: Row, column: str, baseline: str, metric: Metric, detail: Detail = "full"
+) -> Text:
     cell = row.cells.get(column)
     if cell is None:
         return Text("")
@@ -83,7 +98,7 @@ def cell_text(row: Row, column: str, baseline: str, metric: Metric) -> Text:
         style = "bold yellow"
     else:
         style = "dim" if cell.noisy or cell.value(metric) is None else ""
-    text = Text(figure_text(cell, metric), style=style)
+    text = Text(figure_text(cell, metric, detail), style=style)
     return text + ratio_text(row.ratio(column, baseline, metric), row.noisy(column, baseline))
 
 
@@ -141,7 +156,7 @@ class ResultsScreen(Screen[None]):
                 yield Static(
                     "No results yet. Press b on the main screen to run a benchmark.", id="empty"
                 )
-                yield DataTable(id="table", zebra_stripes=True, cursor_type="cell")
+                yield WholeColumnTable(id="table", zebra_stripes=True)
             with TabPane("Phases (telemetry per case)", id="phases"):
                 yield PhaseTable(self.fleet, self.timebase)
             with TabPane("Topology", id="topology"):
@@ -185,36 +200,21 @@ class ResultsScreen(Screen[None]):
         return (counts, len(self.fleet.phases.phases), self.baseline, self.metric, self.sort)
 
     def _draw(self, comparison: Comparison) -> None:
-        table = self.query_one("#table", DataTable)
+        table = self.query_one("#table", WholeColumnTable)
         self.query_one("#empty").display = not comparison.rows
         table.display = bool(comparison.rows)
-        cursor = table.cursor_coordinate
-        table.clear(columns=True)
         sort_column, descending = self.sort
         arrow = " ▼" if descending else " ▲"
         first = "benchmark" + (" (last run first)" if descending and sort_column is None else "")
-        headings = [first]
+        rows = comparison.sorted_rows(sort_column, self.metric, descending)
+        columns = []
         for column in comparison.columns:
             mark = "◆ " if column == self.baseline else ""
             sort = arrow if column == sort_column else ""
-            headings.append(f"{mark}{column}{sort}")
-        rows = comparison.sorted_rows(sort_column, self.metric, descending)
-        body = [
-            [Text(row.label)]
-            + [cell_text(row, column, self.baseline, self.metric) for column in comparison.columns]
-            for row in rows
-        ]
-        # Each column as wide as its widest cell now: a DataTable measures new cells only when it
-        # next idles, and in a busy suite run that had not come ten seconds later (the columns
-        # stayed cut to their headings).
-        keys = ["", *comparison.columns]
-        for index, (key, heading) in enumerate(zip(keys, headings, strict=True)):
-            width = max([cell_len(heading), *(cells[index].cell_len for cells in body)])
-            table.add_column(heading, key=key, width=width)
-        for cells in body:
-            table.add_row(*cells)
-        if rows:
-            table.cursor_coordinate = table.validate_cursor_coordinate(cursor)
+            forms = [[cell_text(row, column, self.baseline, self.metric, detail) for row in rows]
+                     for detail in DETAILS]  # fmt: skip
+            columns.append(Column(column, f"{mark}{column}{sort}", forms))
+        table.show(Column("", first, [[Text(row.label) for row in rows]]), columns)
         base = "the published figure" if self.baseline == REFERENCE else self.baseline
         if sort_column is None:
             order = "in the order they ran"
@@ -241,9 +241,7 @@ class ResultsScreen(Screen[None]):
 
     def action_sort(self) -> None:
         """By the cursor's column, largest first; again: the other way round."""
-        table = self.query_one("#table", DataTable)
-        index = table.cursor_coordinate.column
-        column = self.comparison.columns[index - 1] if index > 0 else None
+        column = self.query_one("#table", WholeColumnTable).cursor_key or None
         sort_column, descending = self.sort
         self.sort = (column, not descending if column == sort_column else column is not None)
 

@@ -1,0 +1,182 @@
+"""A table that never cuts a figure at its right edge, where a cut one reads as another figure
+('0.4' of '0.41×', '×20' of '×204'): its first column stays, and of the others it shows as
+many as fit whole. Each column comes in forms, from the richest to the barest, and the table
+takes the richest that costs no column its place: detail goes before a server does. ← → at
+the last or first column shown bring in the next one, and the headings at the edges say how
+many are off to each side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable
+
+FIXED_AT_LEAST = 12
+"""The first column (what each row is) is cut, with an ellipsis, to no less than this where
+even one other column would not fit beside it whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str
+    heading: str
+    forms: Sequence[Sequence[Text]]
+    """Its cells, one a row, in each of its forms: the richest first."""
+
+    def width(self, form: int, heading: str) -> int:
+        """Cells its widest entry takes in a form (the barest it has, past its last)."""
+        cells = self.forms[min(form, len(self.forms) - 1)]
+        return max([cell_len(heading), *(cell.cell_len for cell in cells)])
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Which columns show, whole, beside the first, and in which form."""
+
+    form: int
+    first: int
+    count: int
+
+
+def edge_headings(columns: Sequence[Column], first: int, count: int) -> list[str]:
+    """The headings of columns[first : first + count], those at the edges saying how many
+    columns are off that side."""
+    headings = [column.heading for column in columns[first : first + count]]
+    right = len(columns) - first - count
+    if headings and first > 0:
+        headings[0] = f"← {first} more  {headings[0]}"
+    if headings and right > 0:
+        headings[-1] = f"{headings[-1]}  {right} more →"
+    return headings
+
+
+def span(columns: Sequence[Column], window: Window, padding: int) -> int:
+    """Cells the window's columns take, each with its padding on both sides."""
+    shown = columns[window.first : window.first + window.count]
+    headings = edge_headings(columns, window.first, window.count)
+    return sum(c.width(window.form, h) + 2 * padding for c, h in zip(shown, headings, strict=True))
+
+
+def fit(columns: Sequence[Column], room: int, first: int, padding: int) -> Window:
+    """From `first` on, as many columns as fit `room` in their barest form (one at the least),
+    in the richest form that still holds that many."""
+    barest = max((len(column.forms) for column in columns), default=1) - 1
+
+    def fitting(form: int) -> int:
+        count = 0
+        while first + count < len(columns):
+            if span(columns, Window(form, first, count + 1), padding) > room:
+                break
+            count += 1
+        return count
+
+    most = fitting(barest)
+    if most == 0:  # not even one: the first column gives way (WholeColumnTable._lay_out)
+        return Window(barest, first, min(1, len(columns) - first))
+    return Window(next(f for f in range(barest + 1) if fitting(f) >= most), first, most)
+
+
+class WholeColumnTable(DataTable[Text]):
+    """A DataTable filled through `show`: a first column that stays, and a window of the
+    others."""
+
+    DEFAULT_CSS = """
+    WholeColumnTable {
+        scrollbar-gutter: stable;  /* a vertical scrollbar takes no room the columns counted */
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, zebra_stripes: bool = False) -> None:
+        super().__init__(id=id, zebra_stripes=zebra_stripes, cursor_type="cell")
+        self._fixed = Column("", "", [[]])
+        self._columns: Sequence[Column] = ()
+        self._window = Window(0, 0, 0)
+        self._laid_out: int | None = None
+        """The room it was laid out for."""
+
+    @property
+    def cursor_key(self) -> str | None:
+        """The key of the cursor's column (the first column's: "")."""
+        if not self.ordered_columns:
+            return None
+        column = self.ordered_columns[min(self.cursor_column, len(self.ordered_columns) - 1)]
+        return str(column.key.value)
+
+    def show(self, fixed: Column, columns: Sequence[Column]) -> None:
+        """Draw these columns, the cursor kept on its row and column where they are still."""
+        self._fixed, self._columns = fixed, columns
+        self._lay_out(self.cursor_key)
+
+    def on_resize(self) -> None:
+        if self._laid_out is not None and self._laid_out != self._room():
+            self._lay_out(self.cursor_key)
+
+    def action_cursor_right(self) -> None:
+        beyond = self._window.first + self._window.count
+        if self.cursor_column == self._window.count and beyond < len(self._columns):
+            self._lay_out(self._columns[beyond].key)
+        else:
+            super().action_cursor_right()
+
+    def action_cursor_left(self) -> None:
+        if self.cursor_column == 1 and self._window.first > 0:
+            self._lay_out(self._columns[self._window.first - 1].key)
+        else:
+            super().action_cursor_left()
+
+    def _room(self) -> int:
+        return self.scrollable_content_region.width
+
+    def _lay_out(self, cursor_key: str | None) -> None:
+        """Fit the window to the room, the cursor's column in it, and draw it."""
+        room = self._room()
+        window = Window(0, 0, 0)  # no room yet: not laid out, and its resize lays it out
+        labels = self._fixed.width(0, self._fixed.heading)
+        if room > 0:
+            keys = [column.key for column in self._columns]
+            rest = room - labels - 2 * self.cell_padding
+            first = min(self._window.first, max(len(keys) - 1, 0))
+            if cursor_key in keys:  # from the cursor's column on where it is left of the last
+                first = min(first, keys.index(cursor_key))
+            window = fit(self._columns, rest, first, self.cell_padding)
+            while cursor_key in keys and keys.index(cursor_key) >= window.first + window.count:
+                window = fit(self._columns, rest, window.first + 1, self.cell_padding)
+            # The names give way, cut with an ellipsis, only where one column would not fit.
+            rest = room - span(self._columns, window, self.cell_padding) - 2 * self.cell_padding
+            labels = min(labels, max(FIXED_AT_LEAST, rest))
+        self._window, self._laid_out = window, room
+        self._draw(labels, cursor_key)
+
+    def _draw(self, labels: int, cursor_key: str | None) -> None:
+        window = self._window
+        shown = self._columns[window.first : window.first + window.count]
+        headings = edge_headings(self._columns, window.first, window.count)
+        row, column = self.cursor_row, self.cursor_column
+        self.clear(columns=True)
+        # Widths given, not measured: a DataTable measures new cells only when it next idles,
+        # and in a busy suite run that had not come ten seconds later.
+        self.add_column(Text(self._fixed.heading), key="", width=labels)
+        for shown_column, heading in zip(shown, headings, strict=True):
+            width = shown_column.width(window.form, heading)
+            self.add_column(Text(heading), key=shown_column.key, width=width)
+        for index, label in enumerate(self._fixed.forms[0]):
+            cells = [c.forms[min(window.form, len(c.forms) - 1)][index] for c in shown]
+            self.add_row(_cut(label, labels), *cells)
+        shown_keys = [c.key for c in shown]
+        if cursor_key in shown_keys:
+            column = 1 + shown_keys.index(cursor_key)
+        if self.row_count:
+            self.cursor_coordinate = self.validate_cursor_coordinate(Coordinate(row, column))
+
+
+def _cut(label: Text, width: int) -> Text:
+    """The label in `width` cells, its end an ellipsis where it is longer."""
+    if label.cell_len <= width:
+        return label
+    cut = label.copy()
+    cut.truncate(width, overflow="ellipsis")
+    return cut
