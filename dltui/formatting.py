@@ -216,11 +216,32 @@ def describe_work(plans: Sequence[Plan], inventory: Inventory) -> str:
 
 # --- results as text: one line per timed case or training run ----------------------------------
 
-HEADER = (
-    f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'device':<6} {'median':>10} {'±':>8} "
-    f"{'TFLOP/s':>9} {'GB/s':>9} {'busbw GB/s':>10} {'vs V100':>7}  timed"
-)
-"""One unit per column, each number's decimal point under the others'."""
+VS_BASE_WIDTH = 11
+NOT_IN_BASE = "not in base"
+"""A case the --baseline file lacks, in its `vs base` column."""
+
+
+def kernel_header(baseline: bool = False) -> str:
+    """One unit per column, each number's decimal point under the others'; with a --baseline,
+    each case's ratio to the baseline's figure beside its ratio to the published one."""
+    return (
+        f"{'kind':<9} {'shape':<28} {'pass':<11} {'prec':<5} {'device':<6} {'median':>10} "
+        f"{'±':>8} {'TFLOP/s':>9} {'GB/s':>9} {'busbw GB/s':>10} {'vs V100':>7}"
+        + _vs_base_column("vs base" if baseline else None)
+        + "  timed"
+    )
+
+
+def vs_base_text(ratio: float | None, in_baseline: bool) -> str:
+    """A case against the --baseline file's same case: '0.98×'; 'not in base' where the file
+    lacks it; blank where this run has no rate."""
+    return fmt_ratio(ratio) if in_baseline else NOT_IN_BASE
+
+
+def _vs_base_column(vs_base: str | None) -> str:
+    """The `vs base` column's cell (or heading) with the space before it; nothing where there
+    is no --baseline."""
+    return "" if vs_base is None else f" {vs_base:>{VS_BASE_WIDTH}}"
 
 
 def device_text(device: str) -> str:
@@ -269,7 +290,8 @@ def link_text(result: KernelResult) -> str:
     return result.link
 
 
-def format_row(result: KernelResult) -> str:
+def format_row(result: KernelResult, vs_base: str | None = None) -> str:
+    """A case's line; `vs_base` its `vs base` cell (vs_base_text), None without a --baseline."""
     if result.error is not None:
         return (
             f"{result.kind:<9} {result.shape[:28]:<28} {result.direction:<11} "
@@ -280,7 +302,8 @@ def format_row(result: KernelResult) -> str:
         f"{device_text(result.device):<6} "
         f"{fmt_duration(result.median_s):>10} {fmt_duration(result.spread_s):>8} "
         f"{aligned(result.tflops)} {aligned(result.gbps)} {aligned(result.busbw_gbps, 5)} "
-        f"{ratio_text(result):>7}  {method_text(result)}  {link_text(result)}"
+        f"{ratio_text(result):>7}{_vs_base_column(vs_base)}  {method_text(result)}  "
+        f"{link_text(result)}"
     ).rstrip()
 
 
@@ -291,10 +314,11 @@ MODEL_HEADER = (
 )
 
 
-def model_header(tokens: bool) -> str:
+def model_header(tokens: bool, baseline: bool = False) -> str:
     """The training table's header: its rate column counts tokens when every model is a GPT
-    (a mixed table says the unit on each GPT row)."""
-    return MODEL_HEADER.replace("  images/s", "  tokens/s") if tokens else MODEL_HEADER
+    (a mixed table says the unit on each GPT row); with a --baseline, a `vs base` column."""
+    header = MODEL_HEADER + _vs_base_column("vs base" if baseline else None)
+    return header.replace("  images/s", "  tokens/s") if tokens else header
 
 
 def percent(value: float | None) -> str:
@@ -339,7 +363,8 @@ def loss_text(result: ModelResult) -> str:
     return f"loss {result.losses[0]:.3g}→{result.losses[-1]:.3g}"
 
 
-def format_model_row(result: ModelResult, scaling: Scaling) -> str:
+def format_model_row(result: ModelResult, scaling: Scaling, vs_base: str | None = None) -> str:
+    """A training run's line; `vs_base` as format_row's (a time-to-accuracy run has none)."""
     head = (
         f"{result.model:<10} {result.gpus:>4} {result.servers:>3} {result.batch:>5} "
         f"{result.precision:<5} {device_text(result.device):<6}"
@@ -370,7 +395,8 @@ def format_model_row(result: ModelResult, scaling: Scaling) -> str:
     return (
         f"{head} {images_text(figure):>10} {images_text(result.spread):>7} "
         f"{images_text(per_gpu):>9} {percent(scaling.vs_one_gpu):>9} "
-        f"{percent(scaling.vs_one_server):>7} {ratio:>7}  {'; '.join(w for w in words if w)}"
+        f"{percent(scaling.vs_one_server):>7} {ratio:>7}{_vs_base_column(vs_base)}  "
+        f"{'; '.join(w for w in words if w)}"
     ).rstrip()
 
 

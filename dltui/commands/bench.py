@@ -104,7 +104,8 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--baseline", metavar="FILE", help="ratios against this dltui bench --json file's "
-        "results instead of the published figures",
+        "results instead of the published figures: the table's 'vs base' column, and --assert's "
+        "'ratio'",
     )  # fmt: skip
     add_connection_options(parser)
 
@@ -402,6 +403,7 @@ async def _bench(
     session = ClientSession(targets, secret, CLIENT_RATE_HZ)
     loop = asyncio.get_running_loop()
     tables: list[BenchTable] = []
+    assertions, baseline = checks
 
     def plans() -> PlanRun:
         names = session.names()
@@ -414,7 +416,7 @@ async def _bench(
             return names[member.source]
 
         run = PlanRun([(sized, across)], session.connections, rendezvous, baselines, name)
-        table = BenchTable(run, names)
+        table = BenchTable(run, names, baseline)
         tables.append(table)
         session.subscribe(table)
         table.start(session.welcomes())
@@ -427,7 +429,6 @@ async def _bench(
             loop.remove_signal_handler(stop)
         tables[0].end(state)
 
-    assertions, baseline = checks
     async with session:
         try:
             status = await run_plans_headless(session, plans, _say, assertions, baseline, ended)

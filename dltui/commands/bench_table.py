@@ -16,13 +16,15 @@ from dltui.client.campaign import Campaign
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.formatting import (
-    HEADER,
     describe_work,
     format_model_row,
     format_row,
+    kernel_header,
     model_header,
     time_left,
+    vs_base_text,
 )
+from dltui.plans.assertions import Baseline, case_key, ratio_to_baseline
 from dltui.plans.gpt import is_gpt
 from dltui.plans.scaling import scaling
 from dltui.protocol.bench_plans import ModelPlan, Plan
@@ -74,10 +76,14 @@ def terminal_width(out: TextIO) -> int:
 class BenchTable:
     """Prints a run's results as they arrive; `report` is the whole run as JSON."""
 
-    def __init__(self, run: PlanRun, names: dict[str, str]) -> None:
+    def __init__(
+        self, run: PlanRun, names: dict[str, str], baseline_rates: Baseline | None = None
+    ) -> None:
         self.run = run
         self.names = names
         """Each agent's name: its hostname, or hostname@address where two share one."""
+        self.baseline_rates = baseline_rates
+        """The --baseline file's rate per case: a `vs base` column holds each row's ratio."""
         self.bar = ProgressBar()
         self.progress: dict[str, dict[str, JobProgress]] = {source: {} for source in names}
         self.kernel_results: list[tuple[str, KernelResult]] = []
@@ -109,9 +115,10 @@ class BenchTable:
                 counts = f"{', '.join(map(str, gpus))} GPU{'s' * (gpus != [1])}"
                 name = self.names[baseline.member.source]
                 print(f"# first, what its scaling is judged against: {counts} on {name}")
-        header = HEADER
+        header = kernel_header(self.baseline_rates is not None)
         if isinstance(plan, ModelPlan):
-            header = model_header(all(is_gpt(model) for model in plan.models))
+            tokens = all(is_gpt(model) for model in plan.models)
+            header = model_header(tokens, self.baseline_rates is not None)
         print(f"{'server':<24} " * self.several + header)
 
     def __call__(self, source: str, message: Message) -> None:
@@ -132,15 +139,24 @@ class BenchTable:
                       "GPUs with it)", flush=True)  # fmt: skip
             if message.result is not None:
                 self.kernel_results.append((name, message.result))
-                print(prefix + format_row(message.result), flush=True)
+                print(prefix + format_row(message.result, self._vs_base(message.result)),
+                      flush=True)  # fmt: skip
             if message.model is not None:
                 self.model_results.append((name, message.model))
-                row = format_model_row(message.model, scaling(self.model_results)[-1])
+                scaled = scaling(self.model_results)[-1]
+                row = format_model_row(message.model, scaled, self._vs_base(message.model))
                 print(prefix + row, flush=True)
         elif isinstance(message, JobEnd):
             self.bar.clear()
             if message.error and message.state != "cancelled":  # the end says cancelled once
                 print(f"# {name}: job {message.state}: {message.error}", file=sys.stderr)
+
+    def _vs_base(self, result: KernelResult | ModelResult) -> str | None:
+        """The row's `vs base` cell; None where no --baseline was given (no such column)."""
+        if self.baseline_rates is None:
+            return None
+        ratio = ratio_to_baseline(result, self.baseline_rates)
+        return vs_base_text(ratio, case_key(result) in self.baseline_rates)
 
     def _draw_progress(self, name: str, message: JobProgress) -> None:
         latest = [p for jobs in self.progress.values() for p in jobs.values()]

@@ -174,6 +174,19 @@ def kernel_rate(result: KernelResult) -> float | None:
     return 1 / result.median_s if result.median_s else None
 
 
+def case_key(result: KernelResult | ModelResult) -> tuple[object, ...]:
+    return kernel_key(result) if isinstance(result, KernelResult) else model_key(result)
+
+
+def ratio_to_baseline(result: KernelResult | ModelResult, baseline: Baseline) -> float | None:
+    """The result's rate over the baseline's for the same case, what `ratio` is against a
+    chosen baseline; None where either has no rate (`case_key(result) in baseline` tells a
+    case the baseline lacks)."""
+    base = baseline.get(case_key(result))
+    rate = kernel_rate(result) if isinstance(result, KernelResult) else throughput(result) or None
+    return rate / base if base and rate is not None else None
+
+
 def cases(
     kernels: Sequence[tuple[str, KernelResult]],
     models: Sequence[tuple[str, ModelResult]],
@@ -191,9 +204,8 @@ def _kernel_case(server: str, result: KernelResult, baseline: Baseline | None) -
     ratio = result.ratio
     absent = {}
     if baseline is not None:
-        base, rate = baseline.get(kernel_key(result)), kernel_rate(result)
-        ratio = rate / base if base and rate is not None else None
-        if base is None:
+        ratio = ratio_to_baseline(result, baseline)
+        if kernel_key(result) not in baseline:
             absent["ratio"] = NOT_IN_BASELINE
     efficiency = (result.gbps / result.nominal_gbps
                   if result.gbps is not None and result.nominal_gbps else None)  # fmt: skip
@@ -210,15 +222,15 @@ def _kernel_case(server: str, result: KernelResult, baseline: Baseline | None) -
 def _model_case(
     server: str, result: ModelResult, efficiency: float | None, baseline: Baseline | None
 ) -> Case:
-    reference = result.reference_images_per_s
+    reference, rate = result.reference_images_per_s, throughput(result)
+    ratio = rate / reference if rate and reference else None
     absent = {}
     if baseline is not None:
-        reference = baseline.get(model_key(result))
-        if reference is None:
+        ratio = ratio_to_baseline(result, baseline)
+        if model_key(result) not in baseline:
             absent["ratio"] = NOT_IN_BASELINE
-    rate = throughput(result)
     figures = {"images_per_second": result.images_per_s, "tokens_per_second": result.tokens_per_s,
-               "mfu": result.mfu, "ratio": rate / reference if rate and reference else None,
+               "mfu": result.mfu, "ratio": ratio,
                "efficiency": efficiency, "accuracy": result.accuracy,
                "time_to_accuracy_s": result.time_to_accuracy_s}  # fmt: skip
     keys = {"model": result.model, "precision": result.precision, "gpus": str(result.gpus),

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from dltui.commands.exit_status import REFUSED, UNREACHABLE
+from dltui.formatting import fmt_ratio
 from dltui.protocol.messages import Subscribe
 from tests.agents import connect, listed, until
 from tests.conftest import ROOT, dltui_command, require, wait_for
@@ -119,6 +120,35 @@ def test_assertions_pass_or_fail_with_a_line_per_case(agent_factory):
     assert len(lines) == 4  # the tiny set's four GEMMs, each named with its figure
     assert lines[0].startswith("FAIL tflops>=1e6 precision=fp32: ")
     assert ": gemm 64x64x64 NN fwd fp32: " in lines[0] and lines[0].endswith(" TFLOP/s")
+
+
+def test_a_baseline_puts_each_cases_ratio_to_it_in_the_table_and_marks_one_it_lacks(
+    agent_factory, tmp_path
+):
+    """--baseline's ratios were only seen by assertions; the table has a `vs base` column: each
+    case's rate over the baseline file's same case, 'not in base' where the file has none."""
+    agent = agent_factory()
+    first = tmp_path / "first.json"
+    plain = bench(agent.address, "--device", "cpu", "--json", str(first))
+    assert plain.returncode == 0, plain.stderr
+    assert "vs base" not in plain.stdout  # no baseline, no column
+    document = json.loads(first.read_text())
+    lacked = document["results"].pop()["shape"]
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(document))
+    again = tmp_path / "again.json"
+    compared = bench(agent.address, "--device", "cpu", "--baseline", str(base), "--json",
+                     str(again))  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    lines = compared.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("kind"))
+    end = header.index("vs base") + len("vs base")
+    before = {row["shape"]: row["tflops"] for row in document["results"]}
+    now = {row["shape"]: row["tflops"] for row in json.loads(again.read_text())["results"]}
+    cells = {now_shape: line[end - 11 : end].strip() for line in lines if line.startswith("gemm")
+             for now_shape in now if line[10:38].strip() == now_shape}  # fmt: skip
+    assert len(cells) == 4 and cells.pop(lacked) == "not in base"
+    assert cells == {shape: fmt_ratio(now[shape] / before[shape]) for shape in cells}
 
 
 def test_a_plan_files_assert_table_decides_records_exit(agent_factory, tmp_path):

@@ -5,7 +5,6 @@ counts grouped, and result columns whose decimal points line up."""
 from __future__ import annotations
 
 from dltui.formatting import (
-    HEADER,
     SHORT,
     aligned,
     fmt_bytes,
@@ -18,15 +17,20 @@ from dltui.formatting import (
     fmt_ratio,
     fmt_short,
     fmt_value,
+    format_model_row,
     format_row,
     gbps_figure,
     gib_figure,
+    kernel_header,
     method_text,
+    model_header,
     rate_text,
     rough_duration,
     significant,
+    vs_base_text,
 )
-from dltui.protocol.bench_results import KernelResult
+from dltui.plans.scaling import Scaling
+from dltui.protocol.bench_results import KernelResult, ModelResult
 
 GIB = 2**30
 
@@ -97,12 +101,13 @@ def test_result_columns_keep_one_unit_and_line_up_their_decimal_points():
     copy = KernelResult("allreduce", "torch", "cuda", "fp32", "allreduce", "100000 floats",
                         median_s=109e-6, spread_s=57e-6, gbps=3.667, busbw_gbps=3.667)  # fmt: skip
     rows = [format_row(result) for result in (gpu, cpu, copy)]
-    tflops = HEADER.index("TFLOP/s") + len("TFLOP/s") - 5  # where the point falls
+    header = kernel_header()
+    tflops = header.index("TFLOP/s") + len("TFLOP/s") - 5  # where the point falls
     assert rows[0][tflops] == "." and rows[1][tflops] == "."
     assert (
         rows[0][tflops - 3 : tflops + 2] == "683.1" and rows[1][tflops - 1 : tflops + 5] == "0.2723"
     )
-    gbps = HEADER.index(" GB/s") + len(" GB/s") - 5
+    gbps = header.index(" GB/s") + len(" GB/s") - 5
     assert rows[2][gbps - 1 : gbps + 4] == "3.667" and rows[0][gbps] == " "
     assert "TFLOP/s" not in rows[0] and "GB/s" not in rows[2]  # the unit is the column's
     assert rows[0].rstrip().endswith("6.65×") and "0.26×" in rows[1]
@@ -122,6 +127,27 @@ def test_the_iterations_a_case_was_timed_over_read_as_a_count_never_as_a_ratio()
     row = format_row(graph)
     assert row.endswith("6.98×  2,148 it, graph of 716, flash, padded")  # one × only: the ratio
     assert row.count("×") == 1
+
+
+def test_a_baseline_adds_a_vs_base_column_with_a_mark_for_a_case_it_lacks():
+    gemm = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "8448x48000x2816 TN",
+                        median_s=3.3e-3, spread_s=4.3e-6, tflops=683.1, ratio=6.65,
+                        iterations=400, method="graph", per_sample=400)  # fmt: skip
+    assert "vs base" not in kernel_header() and format_row(gemm).count("×") == 1  # no baseline
+    header = kernel_header(baseline=True)
+    end = header.index("vs base") + len("vs base")  # each cell flush right under its heading
+    rows = [format_row(gemm, vs_base_text(683.1 / 697.0, True)),
+            format_row(gemm, vs_base_text(None, False))]  # fmt: skip
+    assert rows[0][:end].endswith(" 6.65×       0.98×")
+    assert rows[0][end:] == "  400 it, graph of 400"
+    assert rows[1][:end].endswith(" 6.65× not in base") and rows[1][end:].startswith("  400 it")
+    assert header.endswith("vs V100     vs base  timed")
+    resnet = ModelResult("resnet50", "torch", "cuda", "bf16", 1, 256, images_per_s=6787.2,
+                         reference_images_per_s=219.0)  # fmt: skip
+    header = model_header(tokens=False, baseline=True)
+    row = format_model_row(resnet, Scaling(None, None), vs_base_text(6787.2 / 6859.0, True))
+    assert header.endswith("vs ref     vs base")
+    assert row[: len(header)].endswith("31.0×       0.99×")
 
 
 def test_probe_lists_values_in_the_fields_order_aligned_with_throttle_in_words():
