@@ -167,15 +167,20 @@ def test_a_plan_files_assert_table_decides_records_exit(agent_factory, tmp_path)
     assert done.stderr.strip().endswith("1 assertion failure(s) of 1 assertion(s)")
 
 
+def long_bench(address: str) -> subprocess.Popen[str]:
+    """A bench of a minute a case, started: it is still running when a test stops something."""
+    long = ("--set", "tiny", "--kind", "gemm", "--device", "cpu", "--iterations", "100000",
+            "--max-seconds", "60")  # fmt: skip
+    return subprocess.Popen(dltui_command("bench", "kernels", "--agent", address, *long),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)  # fmt: skip
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_stopped_bench_cancels_its_jobs_on_the_agent(agent_factory, stop):
     """SIGTERM (timeout, CI, systemd) once killed the client and left the job running."""
     agent = agent_factory()
-    long = ("--set", "tiny", "--kind", "gemm", "--device", "cpu", "--iterations", "100000",
-            "--max-seconds", "60")  # fmt: skip
-    bench = subprocess.Popen(dltui_command("bench", "kernels", "--agent", agent.address, *long),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ROOT)  # fmt: skip
+    bench = long_bench(agent.address)
 
     def workers() -> list[psutil.Process]:
         tree = psutil.Process(agent.process.pid).children(recursive=True)
@@ -191,11 +196,7 @@ def test_a_stopped_bench_cancels_its_jobs_on_the_agent(agent_factory, stop):
 def test_an_agent_that_dies_mid_job_ends_bench_as_unreachable_not_as_a_failed_job(agent_factory):
     """A CI step tells "the agent went away" (6) from "the benchmark failed on it" (1)."""
     agent = agent_factory()
-    long = ("--set", "tiny", "--kind", "gemm", "--device", "cpu", "--iterations", "100000",
-            "--max-seconds", "60")  # fmt: skip
-    bench = subprocess.Popen(dltui_command("bench", "kernels", "--agent", agent.address, *long),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ROOT)  # fmt: skip
+    bench = long_bench(agent.address)
     tree = psutil.Process(agent.process.pid)
     wait_for(lambda: tree.children(recursive=True), timeout=60, what="the job's worker")
     for process in [*tree.children(recursive=True), tree]:
