@@ -68,4 +68,7 @@ def test_detail_gives_way_before_a_column_and_the_edge_headings_count_those_off_
     assert fit(columns, 30, 0, 1) == Window(2, 0, 2)  # 12 + 13 ("b  1 more →"): two, bare
     assert fit(columns, 5, 2, 1) == Window(2, 2, 1)  # not one fits: one, bare (the names give way)
     assert edge_headings(columns, 1, 1) == ["← 1 more  b  1 more →"]
+    # Three of 5 cells fit 15 where two do not: the second's heading would count the third.
+    narrow = [column(key, 3) for key in "abc"]
+    assert fit(narrow, 15, 0, 1) == Window(0, 0, 3)
     assert edge_headings(columns, 0, 3) == ["a", "b", "c"]

@@ -67,12 +67,11 @@ def fit(columns: Sequence[Column], room: int, first: int, padding: int) -> Windo
     barest = max((len(column.forms) for column in columns), default=1) - 1
 
     def fitting(form: int) -> int:
-        count = 0
-        while first + count < len(columns):
-            if span(columns, Window(form, first, count + 1), padding) > room:
-                break
-            count += 1
-        return count
+        # Every count tried: the last column needs no heading counting those after it, so all
+        # may fit where all but one do not.
+        counts = range(1, len(columns) - first + 1)
+        whole = [n for n in counts if span(columns, Window(form, first, n), padding) <= room]
+        return max(whole, default=0)
 
     most = fitting(barest)
     if most == 0:  # not even one: the first column gives way (WholeColumnTable._lay_out)
