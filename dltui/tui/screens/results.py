@@ -214,7 +214,7 @@ class ResultsScreen(Screen[None]):
             forms = [[cell_text(row, column, self.baseline, self.metric, detail) for row in rows]
                      for detail in DETAILS]  # fmt: skip
             columns.append(Column(column, f"{mark}{column}{sort}", forms))
-        table.show(Column("", first, [[Text(row.label) for row in rows]]), columns)
+        table.show([Column("", first, [[Text(row.label) for row in rows]])], columns)
         base = "the published figure" if self.baseline == REFERENCE else self.baseline
         if sort_column is None:
             order = "in the order they ran"

@@ -7,7 +7,6 @@ One row per case: where and what, how long, its figure, then the means over the 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
@@ -16,11 +15,14 @@ from dltui.formatting import GB, aligned
 from dltui.plans.scaling import throughput, throughput_unit
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.tui.view import RUNNING_AT_END, Timebase
+from dltui.tui.widgets.whole_column_table import Column, WholeColumnTable
 
 COLUMNS = ("server", "case", "time s", "TFLOP/s", "GB/s", "img|tok/s", "util %", "tensor %",
            "power W", "PCIe tx GB/s", "PCIe rx GB/s", "NVLink tx GB/s", "NVLink rx GB/s",
            "per W")  # fmt: skip
 """One unit per column (in its heading), each number's decimal point under the others'."""
+FIXED = 2
+"""The columns that say what a row is (server and case): they stay while ← → bring in the rest."""
 RATES = ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx")
 
 
@@ -75,13 +77,13 @@ def phase_cells(phase: Phase, server: str, ended: bool) -> list[Text]:
         f"{per_watt:.3f} {unit}" if per_watt is not None else "–",
     ]
     # Fixed-width figures, flush with the right of their heading: their points line up.
-    return [Text(cell if index < 2 else cell.rjust(len(COLUMNS[index])))
+    return [Text(cell if index < FIXED else cell.rjust(len(COLUMNS[index])))
             for index, cell in enumerate(cells)]  # fmt: skip
 
 
-class PhaseTable(DataTable[Text]):
-    """The fleet's phases, or one server's (`source`). ← → scroll a whole column at a time,
-    with the server and the case kept in view at the left."""
+class PhaseTable(WholeColumnTable):
+    """The fleet's phases, or one server's (`source`): the server and the case at the left, and
+    of the figures as many as fit whole; ← → bring in those off either edge."""
 
     DEFAULT_CSS = """
     PhaseTable {
@@ -90,33 +92,14 @@ class PhaseTable(DataTable[Text]):
     """
 
     def __init__(self, fleet: Fleet, timebase: Timebase, source: str | None = None) -> None:
-        super().__init__(zebra_stripes=True, cursor_type="row", fixed_columns=2)
+        super().__init__(zebra_stripes=True, cursor_type="row")
         self.fleet = fleet
         self.timebase = timebase
         self.source = source
         self._drawn: tuple[int, int] | None = None
 
     def on_mount(self) -> None:
-        self.add_columns(*COLUMNS)
         self.refresh_rows()
-
-    def _starts(self) -> list[int]:
-        """Where each scrolling column begins, in cells past the fixed ones."""
-        widths = [column.get_render_width(self) for column in self.ordered_columns]
-        starts, x = [], 0
-        for width in widths[self.fixed_columns :]:
-            starts.append(x)
-            x += width
-        return starts
-
-    def action_cursor_right(self) -> None:
-        later = [x for x in self._starts() if x > self.scroll_x]
-        if later:
-            self.scroll_to(x=later[0], animate=False)
-
-    def action_cursor_left(self) -> None:
-        earlier = [x for x in self._starts() if x < self.scroll_x]
-        self.scroll_to(x=earlier[-1] if earlier else 0, animate=False)
 
     def phases(self) -> list[Phase]:
         if self.source is None:
@@ -135,9 +118,13 @@ class PhaseTable(DataTable[Text]):
         self._drawn = state
         names = server_names(self.fleet)
         at_end = self.cursor_row >= self.row_count - 1
-        self.clear()
-        for phase in phases:
-            name = names.get(phase.source, phase.source)
-            self.add_row(*phase_cells(phase, name, self.timebase.ended(phase.source)))
+        rows = [
+            phase_cells(phase, names.get(phase.source, phase.source),
+                        self.timebase.ended(phase.source))
+            for phase in phases
+        ]  # fmt: skip
+        columns = [Column(heading, heading, [[row[index] for row in rows]])
+                   for index, heading in enumerate(COLUMNS)]  # fmt: skip
+        self.show(columns[:FIXED], columns[FIXED:])
         if at_end and self.row_count:
             self.move_cursor(row=self.row_count - 1)

@@ -1,14 +1,15 @@
 """A table that never cuts a figure at its right edge, where a cut one reads as another figure
-('0.4' of '0.41×', '×20' of '×204'): its first column stays, and of the others it shows as
-many as fit whole. Each column comes in forms, from the richest to the barest, and the table
-takes the richest that costs no column its place: detail goes before a server does. ← → at
-the last or first column shown bring in the next one, and the headings at the edges say how
-many are off to each side."""
+('0.4' of '0.41×', '×20' of '×204'): its first columns (what each row is) stay, and of the
+others it shows as many as fit whole. Each column comes in forms, from the richest to the
+barest, and the table takes the richest that costs no column its place: detail goes before a
+server does. ← → at the last or first column shown (anywhere, where the cursor is a whole row)
+bring in the next one, and the headings at the edges say how many are off to each side."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -16,8 +17,8 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 FIXED_AT_LEAST = 12
-"""The first column (what each row is) is cut, with an ellipsis, to no less than this where
-even one other column would not fit beside it whole."""
+"""The first columns (what each row is) are cut, with an ellipsis, to no less than this where
+even one other column would not fit beside them whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +43,18 @@ class Window:
     count: int
 
 
+def left_mark(first: int) -> str:
+    """What the heading at the left edge begins with: how many columns are off that side."""
+    return f"← {first} more  " if first > 0 else ""
+
+
 def edge_headings(columns: Sequence[Column], first: int, count: int) -> list[str]:
     """The headings of columns[first : first + count], those at the edges saying how many
     columns are off that side."""
     headings = [column.heading for column in columns[first : first + count]]
     right = len(columns) - first - count
-    if headings and first > 0:
-        headings[0] = f"← {first} more  {headings[0]}"
+    if headings:
+        headings[0] = left_mark(first) + headings[0]
     if headings and right > 0:
         headings[-1] = f"{headings[-1]}  {right} more →"
     return headings
@@ -79,8 +85,19 @@ def fit(columns: Sequence[Column], room: int, first: int, padding: int) -> Windo
     return Window(next(f for f in range(barest + 1) if fitting(f) >= most), first, most)
 
 
+def given_way(widths: Sequence[int], over: int) -> list[int]:
+    """The first columns' widths less `over` cells in all, the last of them giving way first,
+    none cut below FIXED_AT_LEAST."""
+    cut = list(widths)
+    for index in reversed(range(len(cut))):
+        taken = max(0, min(over, cut[index] - FIXED_AT_LEAST))
+        cut[index] -= taken
+        over -= taken
+    return cut
+
+
 class WholeColumnTable(DataTable[Text]):
-    """A DataTable filled through `show`: a first column that stays, and a window of the
+    """A DataTable filled through `show`: first columns that stay, and a window of the
     others."""
 
     DEFAULT_CSS = """
@@ -89,9 +106,15 @@ class WholeColumnTable(DataTable[Text]):
     }
     """
 
-    def __init__(self, *, id: str | None = None, zebra_stripes: bool = False) -> None:
-        super().__init__(id=id, zebra_stripes=zebra_stripes, cursor_type="cell")
-        self._fixed = Column("", "", [[]])
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        zebra_stripes: bool = False,
+        cursor_type: Literal["cell", "row"] = "cell",
+    ) -> None:
+        super().__init__(id=id, zebra_stripes=zebra_stripes, cursor_type=cursor_type)
+        self._fixed: Sequence[Column] = ()
         self._columns: Sequence[Column] = ()
         self._window = Window(0, 0, 0)
         self._laid_out: int | None = None
@@ -99,14 +122,15 @@ class WholeColumnTable(DataTable[Text]):
 
     @property
     def cursor_key(self) -> str | None:
-        """The key of the cursor's column (the first column's: "")."""
+        """The key of the cursor's column, a first column's or one of the others'."""
         if not self.ordered_columns:
             return None
         column = self.ordered_columns[min(self.cursor_column, len(self.ordered_columns) - 1)]
         return str(column.key.value)
 
-    def show(self, fixed: Column, columns: Sequence[Column]) -> None:
-        """Draw these columns, the cursor kept on its row and column where they are still."""
+    def show(self, fixed: Sequence[Column], columns: Sequence[Column]) -> None:
+        """Draw these columns, `fixed` first, the cursor kept on its row and column where they
+        are still."""
         self._fixed, self._columns = fixed, columns
         self._lay_out(self.cursor_key)
 
@@ -116,13 +140,15 @@ class WholeColumnTable(DataTable[Text]):
 
     def action_cursor_right(self) -> None:
         beyond = self._window.first + self._window.count
-        if self.cursor_column == self._window.count and beyond < len(self._columns):
+        at_edge = self.cursor_column == len(self._fixed) + self._window.count - 1
+        if (at_edge or self.cursor_type == "row") and beyond < len(self._columns):
             self._lay_out(self._columns[beyond].key)
         else:
             super().action_cursor_right()
 
     def action_cursor_left(self) -> None:
-        if self.cursor_column == 1 and self._window.first > 0:
+        at_edge = self.cursor_column == len(self._fixed)
+        if (at_edge or self.cursor_type == "row") and self._window.first > 0:
             self._lay_out(self._columns[self._window.first - 1].key)
         else:
             super().action_cursor_left()
@@ -132,25 +158,24 @@ class WholeColumnTable(DataTable[Text]):
 
     def _lay_out(self, cursor_key: str | None) -> None:
         """Fit the window to the room, the cursor's column in it, and draw it."""
-        room = self._room()
+        room, padding = self._room(), self.cell_padding
         window = Window(0, 0, 0)  # no room yet: not laid out, and its resize lays it out
-        labels = self._fixed.width(0, self._fixed.heading)
+        labels = [column.width(0, column.heading) for column in self._fixed]
         if room > 0:
             keys = [column.key for column in self._columns]
-            rest = room - labels - 2 * self.cell_padding
+            rest = room - sum(labels) - 2 * padding * len(labels)
             first = min(self._window.first, max(len(keys) - 1, 0))
             if cursor_key in keys:  # from the cursor's column on where it is left of the last
                 first = min(first, keys.index(cursor_key))
-            window = fit(self._columns, rest, first, self.cell_padding)
+            window = fit(self._columns, rest, first, padding)
             while cursor_key in keys and keys.index(cursor_key) >= window.first + window.count:
-                window = fit(self._columns, rest, window.first + 1, self.cell_padding)
+                window = fit(self._columns, rest, window.first + 1, padding)
             # The names give way, cut with an ellipsis, only where one column would not fit.
-            rest = room - span(self._columns, window, self.cell_padding) - 2 * self.cell_padding
-            labels = min(labels, max(FIXED_AT_LEAST, rest))
+            labels = given_way(labels, span(self._columns, window, padding) - rest)
         self._window, self._laid_out = window, room
         self._draw(labels, cursor_key)
 
-    def _draw(self, labels: int, cursor_key: str | None) -> None:
+    def _draw(self, labels: Sequence[int], cursor_key: str | None) -> None:
         window = self._window
         shown = self._columns[window.first : window.first + window.count]
         headings = edge_headings(self._columns, window.first, window.count)
@@ -158,16 +183,26 @@ class WholeColumnTable(DataTable[Text]):
         self.clear(columns=True)
         # Widths given, not measured: a DataTable measures new cells only when it next idles,
         # and in a busy suite run that had not come ten seconds later.
-        self.add_column(Text(self._fixed.heading), key="", width=labels)
-        for shown_column, heading in zip(shown, headings, strict=True):
-            width = shown_column.width(window.form, heading)
+        for fixed, width in zip(self._fixed, labels, strict=True):
+            self.add_column(Text(fixed.heading), key=fixed.key, width=width)
+        widths = [c.width(window.form, h) for c, h in zip(shown, headings, strict=True)]
+        for shown_column, heading, width in zip(shown, headings, widths, strict=True):
             self.add_column(Text(heading), key=shown_column.key, width=width)
-        for index, label in enumerate(self._fixed.forms[0]):
+        # The first one's cells under its own heading, not under the count of those off to the
+        # left, as far as its width allows.
+        indent = 0
+        if shown:
+            widest = shown[0].width(window.form, "")
+            indent = min(cell_len(left_mark(window.first)), widths[0] - widest)
+        names = zip(*(fixed.forms[0] for fixed in self._fixed), strict=True)
+        for index, row_names in enumerate(names):
             cells = [c.forms[min(window.form, len(c.forms) - 1)][index] for c in shown]
-            self.add_row(_cut(label, labels), *cells)
+            if indent:
+                cells[0] = Text(" " * indent) + cells[0]
+            self.add_row(*map(_cut, row_names, labels), *cells)
         shown_keys = [c.key for c in shown]
         if cursor_key in shown_keys:
-            column = 1 + shown_keys.index(cursor_key)
+            column = len(self._fixed) + shown_keys.index(cursor_key)
         if self.row_count:
             self.cursor_coordinate = self.validate_cursor_coordinate(Coordinate(row, column))
 
