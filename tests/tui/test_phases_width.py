@@ -102,3 +102,21 @@ def test_the_first_columns_give_way_from_the_last_none_below_their_least() -> No
     assert given_way([14, 42], 31) == [13, FIXED_AT_LEAST]
     assert given_way([14, 42], 99) == [FIXED_AT_LEAST, FIXED_AT_LEAST]
     assert given_way([5], 3) == [5]  # never cut below the least, nor widened to it
+
+
+async def test_a_click_on_a_phases_heading_leaves_the_compare_tables_order() -> None:
+    """The results screen sorted its Compare table by whichever table's heading was clicked."""
+    app = create_replay_app([H200, CPU])
+    async with app.run_test(size=(200, 40)) as pilot:
+        app.replay.playing = False
+        app.replay.seek(app.replay.length)
+        await wait_for_text(pilot, r"job \w+ · done")
+        await pilot.press("v", "p")
+        await wait_for_text(pilot, r"cpu-kernels +allreduce 64500000 floats")
+        results = app.screen
+        before = results.sort
+        heading = next(line for line in screen_text(app).splitlines() if " time s " in line)
+        table = results.query_one(PhaseTable)
+        await pilot.click(PhaseTable, offset=(heading.index("time s") - table.region.x + 1, 0))
+        await pilot.pause()
+        assert results.sort == before

@@ -246,7 +246,10 @@ class ResultsScreen(Screen[None]):
         self.sort = (column, not descending if column == sort_column else column is not None)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        """A click on a column's header sorts by it, as `s` does."""
+        """A click on a column's header of the Compare table sorts by it, as `s` does (the
+        phases stay in the order the cases ran)."""
+        if event.data_table.id != "table":
+            return
         event.data_table.cursor_coordinate = event.data_table.cursor_coordinate._replace(
             column=event.column_index
         )
