@@ -137,7 +137,8 @@ async def handshake(
         return reply
 
     try:
-        return await asyncio.wait_for(exchange(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: see transport.open_transport
+            return await exchange()
     except ssl.SSLError as exc:  # TLS 1.3: a refused client certificate shows on first read
         raise TransportAuthError(describe_tls_error(exc)) from exc
     except EOFError as exc:
@@ -257,7 +258,7 @@ class AgentConnection:
             )  # fmt: skip
             self.welcome = welcome = clean(welcome)
             self.on_message(self.source, welcome)
-            if self._stopping:  # stopped while connecting, its cancel lost to wait_for's race
+            if self._stopping:  # stopped while the handshake ended: go no further
                 return
             await stream.send(Subscribe(next(self._seq), self.rate_hz, self.batch_s))
             self._link("live")
@@ -273,11 +274,13 @@ class AgentConnection:
     async def _read_loop(self, stream: MessageStream) -> None:
         while True:
             try:
-                message = await asyncio.wait_for(stream.receive(), SILENCE_LIMIT)
+                async with asyncio.timeout(SILENCE_LIMIT):  # no task a frame, as wait_for made
+                    message = await stream.receive()
             except TimeoutError:
                 # A client that was itself suspended (SIGSTOP, a closed laptop) wakes to a timer
                 # that fires before it reads what has been waiting: one short look first.
-                message = await asyncio.wait_for(stream.receive(), SILENCE_GRACE)
+                async with asyncio.timeout(SILENCE_GRACE):
+                    message = await stream.receive()
             if isinstance(message, Pong):
                 self._on_pong(message)
             elif isinstance(message, Bye):

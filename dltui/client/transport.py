@@ -68,13 +68,13 @@ async def open_transport(target: Target, timeout: float = OPEN_TIMEOUT) -> Trans
     if target.kind == "tls":
         context = client_context(target.tls or TlsOptions())
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel that comes as the
+        # connection opens, and Ctrl-C then waited out the handshake.
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(
                 target.host, target.port, limit=STREAM_LIMIT, ssl=context,
                 server_hostname=target.host if context else None,
-            ),
-            timeout,
-        )  # fmt: skip
+            )  # fmt: skip
     except ssl.SSLError as exc:
         raise TransportAuthError(describe_tls_error(exc)) from exc
     stream = MessageStream(reader, writer)
