@@ -232,7 +232,10 @@ class ClientConnection:
         limit = self.stream.max_frame
         self.stream.max_frame = MAX_FRAME_BEFORE_AUTH
         try:
-            await asyncio.wait_for(self._handshake(), HANDSHAKE_TIMEOUT)
+            # Not wait_for: Python 3.11's drops a cancel (the agent stopping) that comes as the
+            # handshake ends, and the connection would go on to serve.
+            async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+                await self._handshake()
             self.stream.max_frame = limit
             self._writer = asyncio.create_task(self._write_loop())
             while not self._closing:
