@@ -7,7 +7,9 @@ import importlib
 import signal
 import socket
 import subprocess
+from pathlib import Path
 
+import psutil
 import pytest
 
 from dltui import cli, version
@@ -114,8 +116,15 @@ def test_ctrl_c_while_connecting_ends_the_command_without_a_traceback():
         port = silent.getsockname()[1]
         probe = subprocess.Popen(dltui_command("probe", f"127.0.0.1:{port}"), cwd=ROOT,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
-        connection, _ = silent.accept()
+        connection, peer = silent.accept()
+        # What to look at when it fails: it has, in full suite runs only, with exit 6 after the
+        # 10 s handshake (the SIGINT not acted on). Whose connection was accepted, and how the
+        # probe held SIGINT as it was sent.
+        ports = [c.laddr.port for c in psutil.Process(probe.pid).net_connections("tcp4")]
+        held = [line for line in Path(f"/proc/{probe.pid}/status").read_text().splitlines()
+                if line.startswith(("SigBlk", "SigIgn", "SigCgt", "Threads"))]  # fmt: skip
         with connection:
             probe.send_signal(signal.SIGINT)
             _, said = probe.communicate(timeout=30)
-    assert probe.returncode == exit_status.INTERRUPTED and "Traceback" not in said, said
+    why = f"{said}; accepted {peer}, the probe's ports {ports}, {held}"
+    assert probe.returncode == exit_status.INTERRUPTED and "Traceback" not in said, why
