@@ -43,3 +43,11 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float
 async def wait_for_text(pilot: Pilot, pattern: str, timeout: float = 10.0) -> str:
     await wait_until(pilot, lambda: re.search(pattern, screen_text(pilot.app)) is not None, timeout)
     return screen_text(pilot.app)
+
+
+async def replayed_to_the_end(pilot: Pilot) -> None:
+    """A replay app paused at its recordings' end, its jobs drawn as done."""
+    app = pilot.app
+    app.replay.playing = False
+    app.replay.seek(app.replay.length)
+    await wait_for_text(pilot, r"job \w+ · done")

@@ -11,7 +11,7 @@ from dltui.tui.replay_app import create_replay_app
 from dltui.tui.widgets.phase_table import COLUMNS, FIXED, PhaseTable, phase_cells
 from dltui.tui.widgets.whole_column_table import FIXED_AT_LEAST, given_way
 from tests.conftest import FIXTURES
-from tests.tui.pilot import screen_text, wait_for_text, wait_until
+from tests.tui.pilot import replayed_to_the_end, screen_text, wait_for_text, wait_until
 
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
 FIGURES = COLUMNS[FIXED:]
@@ -49,9 +49,7 @@ def shown_figures(text: str, whole: dict[tuple[str, str], list[str]]) -> list[st
 async def test_every_phase_row_ends_with_whole_figures_and_the_arrows_bring_in_the_rest() -> None:
     app = create_replay_app([H200, CPU])
     async with app.run_test(size=(80, 24)) as pilot:
-        app.replay.playing = False
-        app.replay.seek(app.replay.length)
-        await wait_for_text(pilot, r"job \w+ · done")
+        await replayed_to_the_end(pilot)
         await pilot.press("v", "p")
         await wait_for_text(pilot, r"cpu-kernels +allreduce 64500000 floats")
         names = server_names(app.fleet)
@@ -108,9 +106,7 @@ async def test_a_click_on_a_phases_heading_leaves_the_compare_tables_order() -> 
     """The results screen sorted its Compare table by whichever table's heading was clicked."""
     app = create_replay_app([H200, CPU])
     async with app.run_test(size=(200, 40)) as pilot:
-        app.replay.playing = False
-        app.replay.seek(app.replay.length)
-        await wait_for_text(pilot, r"job \w+ · done")
+        await replayed_to_the_end(pilot)
         await pilot.press("v", "p")
         await wait_for_text(pilot, r"cpu-kernels +allreduce 64500000 floats")
         results = app.screen

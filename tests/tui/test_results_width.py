@@ -12,7 +12,7 @@ from rich.text import Text
 from dltui.tui.replay_app import create_replay_app
 from dltui.tui.widgets.whole_column_table import Column, Window, edge_headings, fit
 from tests.conftest import FIXTURES
-from tests.tui.pilot import screen_text, wait_for_text
+from tests.tui.pilot import replayed_to_the_end, screen_text, wait_for_text
 
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
 WHOLE = re.compile(r"(TFLOP/s|GB/s|\d%|\d it|\d×\??)$")
@@ -28,9 +28,7 @@ def cut_rows(text: str) -> list[str]:
 async def test_at_80_and_100_columns_no_figure_is_cut_and_the_other_server_is_a_key_away() -> None:
     app = create_replay_app([H200, CPU])
     async with app.run_test(size=(80, 24)) as pilot:
-        app.replay.playing = False
-        app.replay.seek(app.replay.length)
-        await wait_for_text(pilot, r"job \w+ · done")
+        await replayed_to_the_end(pilot)
         await pilot.press("v")
         text = await wait_for_text(pilot, r"gemm 512x16x512 NN fwd bf16 +0\.4276 TFLOP/s")
         assert cut_rows(text) == []

@@ -22,16 +22,9 @@ from dltui.tui.widgets.phase_table import PhaseTable
 from dltui.tui.widgets.server_strip import ServerStrip
 from tests.conftest import FIXTURES
 from tests.fakes.messages import gpu_box_messages
-from tests.tui.pilot import screen_text, wait_for_text, wait_until
+from tests.tui.pilot import replayed_to_the_end, screen_text, wait_for_text, wait_until
 
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
-
-
-async def replayed_to_the_end(pilot) -> None:
-    app = pilot.app
-    app.replay.playing = False
-    app.replay.seek(app.replay.length)
-    await wait_for_text(pilot, r"job \w+ · done")
 
 
 async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> None:
