@@ -237,3 +237,27 @@ async def test_a_case_the_recording_ends_in_says_so_in_the_phases_as_on_the_main
         await pilot.press("v", "p")
         text = await wait_for_text(pilot, r"8448x48000x2816 TN fwd +… +running when the recording")
         assert not re.search(r"running(?! when the recording ended)", text), text
+
+
+async def test_the_compare_keys_leave_the_footer_on_the_other_tabs_and_change_nothing() -> None:
+    """`s`, `b` and `m` on the Phases tab sorted, rebased and re-measured the Compare table
+    unseen, and its settings line stayed above the phases."""
+    app = create_replay_app([H200, CPU])
+    async with app.run_test(size=(170, 40)) as pilot:
+        await replayed_to_the_end(pilot)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        results = app.screen
+        await wait_for_text(pilot, r"s Sort")
+        await pilot.press("p")
+        text = await wait_for_text(pilot, r"PCIe rx GB/s")
+        assert "s Sort" not in text and "b Baseline" not in text and "m Metric" not in text
+        assert "sorts by the cursor's column" not in text
+        await pilot.press("s", "b", "m")
+        await pilot.pause()
+        compare = (results.sort, results.baseline, results.metric)
+        assert compare == ((None, False), REFERENCE, "rate")
+
+        await pilot.press("c", "b")  # on Compare again, each does what it says
+        text = await wait_for_text(pilot, r"ratio to h200x2-kernels")
+        assert "s Sort" in text and "sorts by the cursor's column" in text

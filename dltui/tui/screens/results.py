@@ -41,6 +41,7 @@ from dltui.tui.widgets.phase_table import PhaseTable
 from dltui.tui.widgets.whole_column_table import Column, WholeColumnTable
 
 REFRESH_S = 1.0
+COMPARE_ACTIONS = frozenset({"baseline", "metric", "sort"})
 
 Detail = Literal["full", "spread", "figure"]
 DETAILS: tuple[Detail, ...] = ("full", "spread", "figure")
@@ -257,6 +258,19 @@ class ResultsScreen(Screen[None]):
 
     def action_export(self) -> None:
         self.app.push_screen(ExportScreen(self.comparison, self.baseline))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The baseline, the metric and the sort are the Compare table's: on another tab their
+        keys would change it unseen, so they leave the footer there and do nothing."""
+        if action in COMPARE_ACTIONS:
+            return self.tab == "compare"
+        return True
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """By key or by a click on the tab: the Compare settings show only beside Compare."""
+        self.tab = event.tabbed_content.active
+        self.query_one("#settings").display = self.tab == "compare"
+        self.refresh_bindings()
 
     def action_tab(self, tab: str) -> None:
         """Show a tab and put the focus in it (← → move a column in the tables)."""
