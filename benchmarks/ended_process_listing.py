@@ -1,10 +1,10 @@
-"""How long NVML lists a GPU process after it ended, and whose the agent says it is meanwhile.
+"""How long NVML lists a GPU process as it ends, and whose the agent says it is meanwhile.
 
-Each trial starts a child that holds a CUDA context (and `--gib` of GPU memory), ends it, and
-polls every millisecond or so, as the agent's process list would read it: is the PID in NVML's
-list, can /proc still describe it, and is it `own` to an `Owners` that saw it alive (the
-agent's) and to a fresh one (what an agent read that first saw it then, or before it
-remembered). A PID listed but not `own` is "someone's work": a job sent then is refused.
+Each trial starts a child of this process (which plays the agent) that holds a CUDA context
+(and `--gib` of GPU memory), ends it, and polls every millisecond or so, as the agent's
+process list would read it: is the PID in NVML's list, is its command line still readable, and
+is it `own` to a fresh `Owners`. A PID listed but not `own` is "someone's work": a job sent
+then is refused.
 
     python benchmarks/ended_process_listing.py [--trials 20] [--gib 8]
 
@@ -44,18 +44,17 @@ def described(owners: Owners, pid: int) -> GpuProcess:
 
 def one_trial(handle: object, gib: float) -> dict[str, float]:
     """Seconds from closing the child's stdin: until it was reaped, until NVML let its PID go,
-    and for how long NVML listed it while /proc could not say whose it was, and while each
+    and for how long NVML listed it while its command line could not be read, and while
     `Owners` said it was not the agent's."""
     child = subprocess.Popen([sys.executable, "-c", HOLD, str(gib)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)  # fmt: skip
     assert child.stdin is not None and child.stdout is not None
     assert child.stdout.readline().strip() == "holding", "the child could not hold the GPU"
-    owners = Owners()
-    assert described(owners, child.pid).own and listed(handle, child.pid)
+    assert described(Owners(), child.pid).own and listed(handle, child.pid)
     start = last = time.monotonic()
     child.stdin.close()
     reaped = None
-    unreadable = not_own_seen = not_own_fresh = 0.0
+    ending = not_own = 0.0
     while True:
         now = time.monotonic()
         if reaped is None and child.poll() is not None:  # reaped at once, as the agent does
@@ -63,19 +62,16 @@ def one_trial(handle: object, gib: float) -> dict[str, float]:
         if not listed(handle, child.pid):
             break
         step = now - last
-        fresh = described(Owners(), child.pid)
-        if fresh.started is None:  # /proc had nothing to say of it
-            unreadable += step
-        if not fresh.own:
-            not_own_fresh += step
-        if not described(owners, child.pid).own:
-            not_own_seen += step
+        process = described(Owners(), child.pid)
+        if process.command is None:  # its memory gone: psutil calls it a zombie
+            ending += step
+        if not process.own:
+            not_own += step
         last = now
         time.sleep(0.001)
     child.wait()
     return {"reaped": reaped if reaped is not None else time.monotonic() - start,
-            "listed": time.monotonic() - start, "unreadable": unreadable,
-            "not_own_seen": not_own_seen, "not_own_fresh": not_own_fresh}  # fmt: skip
+            "listed": time.monotonic() - start, "ending": ending, "not_own": not_own}  # fmt: skip
 
 
 def main() -> None:
@@ -93,9 +89,8 @@ def main() -> None:
     for key, words in [
         ("reaped", "reaped after its stdin closed"),
         ("listed", "listed by NVML until"),
-        ("unreadable", "listed while /proc could not describe it"),
-        ("not_own_seen", "listed and not own, to an Owners that saw it alive"),
-        ("not_own_fresh", "listed and not own, to a fresh Owners"),
+        ("ending", "listed while its command line could not be read"),
+        ("not_own", "listed and not the agent's own"),
     ]:
         values = [trial[key] * 1000 for trial in trials]
         hit = sum(value > 0 for value in values)

@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 
 WORKER_COMMAND = (sys.executable, "-m", "dltui.bench.worker")
 STOP_GRACE = 3.0  # seconds between asking a worker to stop and killing it
-KEPT_WORKER_PIDS = 4
-"""Workers remembered: one a job, and NVML lets go of an ended one within seconds."""
 WORKER_ENV = {
     **MULTICAST_OFF,
     "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -86,9 +84,6 @@ class Jobs:
         self.occupancy = occupancy
         """Someone else's work on the GPUs: a plan for them is refused unless forced."""
         self.current: _Job | None = None
-        self.worker_pids: tuple[int, ...] = ()
-        """The last workers' PIDs, for the sampler: a worker that ends while NVML still lists
-        it is this agent's, not someone's work that refuses the next job."""
         self._task: asyncio.Task[None] | None = None
 
     def start(self, job: str, plan: Plan | None) -> None:
@@ -168,7 +163,6 @@ class Jobs:
         except OSError as exc:
             return "failed", f"cannot start the benchmark worker: {exc}"
         job.worker = worker
-        self.worker_pids = (*self.worker_pids[-(KEPT_WORKER_PIDS - 1) :], worker.process.pid)
         if job.cancelled:  # while the worker started: `cancel` had no process to stop yet
             self.cancel(job.id)
         try:

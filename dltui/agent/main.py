@@ -51,8 +51,7 @@ def run(
     # The sampler calls `agent` only after start(), by which time it exists.
     sampler = Sampler(rate_hz, lambda sample: agent.on_sample(sample), open_deadline=nvml_timeout,
                       on_event=lambda event: agent.events.add([event]),
-                      job_running=lambda: agent.jobs.current is not None,
-                      started_here=lambda: agent.jobs.worker_pids)  # fmt: skip
+                      job_running=lambda: agent.jobs.current is not None)  # fmt: skip
     where = f"{listen[0]}:{listen[1]}" if listen else "stdio"
     if listen is None and not data_dirs:
         # Over stdio the client is the user who started the agent (a local spawn, or ssh into

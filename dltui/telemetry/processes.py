@@ -7,9 +7,7 @@ cgroup: a container (docker, containerd, cri-o, podman), a Kubernetes pod (kubep
 pod and container names where the kubelet's log links in /var/log/containers say), a Slurm job
 (slurm/uid_*/job_*; a SLURM_JOB_ID in its environment, which its owner can set to anything, is
 only `job_claimed`). A process this agent started (its benchmark worker and the ranks below it)
-is marked `own`: not someone else's work. It stays `own` after it ends while NVML still lists
-it (its CUDA context outlives it a moment), where /proc can no longer say whose it was: the
-agent remembers what it saw, and the PIDs of the workers it started.
+is marked `own`: not someone else's work.
 
 Read with the process lists on the sampler's slow thread, every 2 s: a few /proc files per
 process. What cannot be read (another user's environment without root) stays None. Any local
@@ -26,7 +24,6 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,33 +93,19 @@ class Owners:
         self._known: dict[int, psutil.Process] = {}
         self._listed: dict[int, set[int]] = {}
         """GPU index -> the PIDs its last list held: a GPU not read this round keeps its own."""
-        self._own: set[int] = set()
-        """Listed PIDs that were this agent's when last read."""
         self._pod_names: dict[str, tuple[str, str]] = {}
         """Container ID -> (namespace/pod, container name), from the kubelet's log links."""
 
-    def describe(
-        self, lists: dict[int, list[GpuProcess]], started: Collection[int] = ()
-    ) -> dict[int, list[GpuProcess]]:
+    def describe(self, lists: dict[int, list[GpuProcess]]) -> dict[int, list[GpuProcess]]:
         """Every list with its processes described; each PID is read once however many GPUs
         it uses (CPU % is measured between two reads). GPUs absent from `lists` were not due:
-        their processes are kept for the next read. `started`: PIDs of processes this agent
-        started, which NVML may list first as they end."""
+        their processes are kept for the next read."""
         pids = {process.pid for found in lists.values() for process in found}
         described = {pid: self._described(pid) for pid in pids}
         self._listed |= {index: {process.pid for process in found}
                          for index, found in lists.items()}  # fmt: skip
-        listed = set().union(*self._listed.values())
-        for gone in self._known.keys() - listed:
+        for gone in self._known.keys() - set().union(*self._listed.values()):
             del self._known[gone]
-        for pid, found in described.items():
-            if found:
-                (self._own.add if found["own"] else self._own.discard)(pid)
-            elif pid in self._own or pid in started:
-                # Ended, its context not yet torn down: read as someone's "pid N", it refused
-                # the next job sent the moment this one ended.
-                found["own"] = True
-        self._own &= listed
         return {index: [dataclasses.replace(process, **described[process.pid])
                         for process in found]
                 for index, found in lists.items()}  # fmt: skip
@@ -199,7 +182,10 @@ def _readable(process: psutil.Process) -> dict[str, Any]:
         found["user"] = f"uid {process.uids().real}"
     try:
         found["command"] = command_text(process.cmdline())
-    except psutil.AccessDenied:
+    except (psutil.AccessDenied, psutil.ZombieProcess):
+        # Or ending: its memory is gone while its CUDA context is torn down (NVML lists it for
+        # ~170 ms more). Whose it is still reads; dropping all of it made the agent's own
+        # ending worker someone's "pid N", which refused the job sent the moment it ended.
         pass
     return found
 

@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import Event, Sample
@@ -75,12 +75,9 @@ class Sampler:
         open_deadline: float = OPEN_DEADLINE,
         on_event: Callable[[Event], None] | None = None,
         job_running: Callable[[], bool] = lambda: False,
-        started_here: Callable[[], Collection[int]] = tuple,
     ) -> None:
         """`job_running` says whether a benchmark job runs now (some slow reads are taken more
-        often then, nvml_reads.JOB_INTERVALS); `started_here`, the PIDs of the benchmark
-        workers the agent started lately (`Owners.describe`). Both are asked from the slow
-        thread."""
+        often then, nvml_reads.JOB_INTERVALS); asked from the slow thread."""
         if not rate_hz > 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
         self.rate_hz = rate_hz
@@ -112,7 +109,6 @@ class Sampler:
         self._on_event = on_event
         """Gets each XID, from a thread of its own."""
         self._job_running = job_running
-        self._started_here = started_here
         self._slow_lock = threading.Lock()
         self._fresh: dict[int, dict[str, float]] = {}
         """The slow values as samples carry them, rebuilt only when a slow read brought new
@@ -325,8 +321,7 @@ class Sampler:
         readers, schedule = self._gateway.readers, self._schedule
         now = time.monotonic()
         values = schedule.read_slow(readers, now, self._job_running())
-        lists = schedule.read_processes(readers, now)
-        processes = self._owners.describe(lists, self._started_here()) if lists else {}
+        processes = self._owners.describe(schedule.read_processes(readers, now))
         mig = schedule.read_instances(readers, now)
         now = time.monotonic()
         with self._slow_lock:
