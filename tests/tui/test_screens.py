@@ -253,6 +253,7 @@ async def test_the_compare_keys_leave_the_footer_on_the_other_tabs_and_change_no
         text = await wait_for_text(pilot, r"PCIe rx GB/s")
         assert "s Sort" not in text and "b Baseline" not in text and "m Metric" not in text
         assert "sorts by the cursor's column" not in text
+        assert "c Compare" in text and "p Phases" not in text  # the way back, not the tab shown
         await pilot.press("s", "b", "m")
         await pilot.pause()
         compare = (results.sort, results.baseline, results.metric)
@@ -261,3 +262,4 @@ async def test_the_compare_keys_leave_the_footer_on_the_other_tabs_and_change_no
         await pilot.press("c", "b")  # on Compare again, each does what it says
         text = await wait_for_text(pilot, r"ratio to h200x2-kernels")
         assert "s Sort" in text and "sorts by the cursor's column" in text
+        assert "p Phases" in text and "c Compare" not in text

@@ -112,7 +112,7 @@ class ResultsScreen(Screen[None]):
         Binding("e", "export", "Export"),
         Binding("p", "tab('phases')", "Phases"),
         Binding("w", "app.whatif", "What-if"),
-        Binding("c", "tab('compare')", "Compare", show=False),
+        Binding("c", "tab('compare')", "Compare"),
         Binding("T", "tab('topology')", "Topology", show=False),
     ]
 
@@ -261,9 +261,12 @@ class ResultsScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The baseline, the metric and the sort are the Compare table's: on another tab their
-        keys would change it unseen, so they leave the footer there and do nothing."""
+        keys would change it unseen, so they leave the footer there and do nothing. A tab's
+        own key leaves the footer while it is shown."""
         if action in COMPARE_ACTIONS:
             return self.tab == "compare"
+        if action == "tab":  # the keys of the other tabs, not the one shown
+            return parameters[0] != self.tab
         return True
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
