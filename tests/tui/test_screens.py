@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import replace
+from typing import cast
 
+from textual.pilot import Pilot
 from textual.widgets import RadioButton
 
 from dltui.fleet.compare import REFERENCE
@@ -27,13 +29,18 @@ from tests.tui.pilot import replayed_to_the_end, screen_text, wait_for_text, wai
 H200, CPU = FIXTURES / "h200x2-kernels.dlrec", FIXTURES / "cpu-kernels.dlrec"
 
 
+async def results_at_the_end(pilot: Pilot) -> ResultsScreen:
+    """The results view (`v`) of a replay app paused at its recordings' end."""
+    await replayed_to_the_end(pilot)
+    await pilot.press("v")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ResultsScreen))
+    return cast(ResultsScreen, pilot.app.screen)
+
+
 async def test_results_compare_servers_against_a_chosen_baseline_and_sort() -> None:
     app = create_replay_app([H200, CPU])
     async with app.run_test(size=(170, 40)) as pilot:
-        await replayed_to_the_end(pilot)
-        await pilot.press("v")
-        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
-        results = app.screen
+        results = await results_at_the_end(pilot)
         text = await wait_for_text(pilot, r"h200x2-kernels +cpu-kernels")
         # Against DeepBench's V100 figure, which the result carries; with its spread and count.
         assert re.search(
@@ -244,10 +251,7 @@ async def test_the_compare_keys_leave_the_footer_on_the_other_tabs_and_change_no
     unseen, and its settings line stayed above the phases."""
     app = create_replay_app([H200, CPU])
     async with app.run_test(size=(170, 40)) as pilot:
-        await replayed_to_the_end(pilot)
-        await pilot.press("v")
-        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
-        results = app.screen
+        results = await results_at_the_end(pilot)
         await wait_for_text(pilot, r"s Sort")
         await pilot.press("p")
         text = await wait_for_text(pilot, r"PCIe rx GB/s")
