@@ -152,10 +152,19 @@ class Runner:
 
 
 def measured_rate(path: Path) -> float:
+    return float(_model(path)["images_per_s"])
+
+
+def step_times(path: Path) -> list[float]:
+    """Seconds per timed step: where a rate is off, whether one step was (a stall) or all."""
+    return [round(float(step), 3) for step in _model(path)["step_times"]]
+
+
+def _model(path: Path) -> dict[str, Any]:
     (model,) = json.loads(path.read_text())["models"]
     if model.get("error"):
         raise RuntimeError(model["error"])
-    return float(model["images_per_s"])
+    return dict(model)
 
 
 def compare(
@@ -172,11 +181,14 @@ def compare(
     predicted: dict[int, list[float]] = {n: [] for n in hosts}
     measured: dict[int, list[float]] = {n: [] for n in hosts}
     one_host: dict[int, list[float]] = {n: [] for n in hosts}
+    steps: dict[int, list[dict[str, list[float]]]] = {n: [] for n in hosts}
     for repeat in range(repeats):
         for n in hosts:
             profile = runner.profile(workload, n)
             one_host[n].append(measured_rate(profile))
-            measured[n].append(measured_rate(runner.train(workload, n)))
+            trained = runner.train(workload, n)
+            measured[n].append(measured_rate(trained))
+            steps[n].append({"one_host": step_times(profile), "measured": step_times(trained)})
             predicted[n].append(runner.predict(profile, curves, n))
             say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
                 f"{measured[n][-1]:.3g}, predicted {predicted[n][-1]:.3g} images/s")  # fmt: skip
@@ -194,6 +206,7 @@ def compare(
             "predicted_runs": predicted[n],
             "measured_runs": measured[n],
             "one_host_runs": one_host[n],
+            "step_s": steps[n],
         })  # fmt: skip
     return rows
 
