@@ -53,6 +53,21 @@ async def collect_samples(stream, seconds: float) -> list[Sample]:
     return samples
 
 
+async def next_samples(stream, count: int, timeout: float = 30.0) -> list[Sample]:
+    """The next `count` samples, however long a busy machine takes to send them (up to
+    `timeout`): a count in a fixed window of wall time failed on a saturated 2-core machine
+    (6 samples in 2 s at 10 Hz, with load 8) where nothing was wrong with the agent."""
+    samples: list[Sample] = []
+
+    async def gather() -> None:
+        while len(samples) < count:
+            if isinstance(message := await stream.receive(), Sample):
+                samples.append(message)
+
+    await asyncio.wait_for(gather(), timeout)
+    return samples
+
+
 async def until(stream, predicate, timeout: float = 60.0, collect: list | None = None):
     """Receive until a message satisfies `predicate`; keep every message in `collect`."""
 
