@@ -22,13 +22,12 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from dltui.protocol.bench_plans import ModelPlan
 from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.fields import THROTTLE_REASONS
-from dltui.protocol.messages import JobEnd, JobResult, Run, Subscribe
+from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
 from dltui.protocol.metric_names import gpu_metric, host_metric, model_points
 from tests.agents import (
     OPENMETRICS,
     TINY,
     Series,
-    collect_samples,
     connect,
     metrics_url,
     next_samples,
@@ -45,12 +44,9 @@ async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_
     agent = agent_factory("--metrics", "127.0.0.1:0")
     client, welcome = await connect(agent.address)
     await client.stream.send(Subscribe(1, 10.0))
-    samples = await collect_samples(client.stream, 1.5)
-    for _ in range(20):  # GPM's first rate comes a GPM interval after its first sample
-        if "tensor_active" in samples[-1].gpus[0].values:
-            break
-        samples += await collect_samples(client.stream, 0.5)
-    sample = samples[-1]
+    # GPM's first rate comes a GPM interval after its first sample.
+    sample = await until(client.stream, lambda message: isinstance(message, Sample)
+                         and "tensor_active" in message.gpus[0].values, timeout=30)  # fmt: skip
     await client.close()
     series, text = scrape(metrics_url(agent))
     host = welcome.inventory.hostname
