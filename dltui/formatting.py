@@ -45,6 +45,15 @@ def fmt_bytes(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def exact_bytes(nbytes: int) -> str:
+    """A size as it was set, a whole number of GiB or MiB where it is one: '16 MiB', '1 GiB',
+    '4096 B' (a case's name, a limit)."""
+    for unit, size in (("GiB", GIB), ("MiB", 2**20)):
+        if nbytes >= size and nbytes % size == 0:
+            return f"{nbytes // size} {unit}"
+    return f"{nbytes} B"
+
+
 def gib_figure(value: float | None) -> str:
     """Memory in GiB with one decimal and no unit, for a column whose heading names it: '0.6'."""
     return NONE if value is None else f"{value / GIB:.1f}"
@@ -100,6 +109,31 @@ def significant(value: float, digits: int = 3) -> str:
     magnitude = math.floor(math.log10(abs(value)))
     places = digits - 1 - magnitude  # negative: round to tens, hundreds...
     return f"{round(value, places):,.{max(places, 0)}f}"
+
+
+def plain_figure(value: float) -> str:
+    """Three significant figures without trailing zeros, or the whole number from 100 up, for
+    a figure in a sentence: '0.1', '25', '37.7', '4,843'."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    text = significant(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def fmt_ms(seconds: float) -> str:
+    """A step's time, in milliseconds whatever its length: '0.25 ms', '37.7 ms', '4,843 ms'."""
+    return f"{plain_figure(seconds * 1e3)} ms"
+
+
+def fmt_gbps(gbps: float) -> str:
+    """A link's bandwidth, in GB/s whatever its size, so links read side by side: '0.0117
+    GB/s', '25 GB/s', '1,600 GB/s'."""
+    return f"{plain_figure(gbps)} GB/s"
+
+
+def fmt_gbit(gbit: float) -> str:
+    """A network's line rate in Gbit/s, as NICs are sold: '0.1 Gbit/s', '400 Gbit/s'."""
+    return f"{plain_figure(gbit)} Gbit/s"
 
 
 def aligned(value: float | None, whole: int = 4, places: int = 4) -> str:

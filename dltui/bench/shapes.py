@@ -14,6 +14,7 @@ from importlib import resources
 from itertools import permutations
 from typing import Literal
 
+from dltui.formatting import exact_bytes
 from dltui.plans import formulas
 from dltui.plans.names import COLLECTIVES
 
@@ -21,14 +22,6 @@ Direction = Literal["h2d", "d2h", "d2d", "p2p"]
 GiB = 1 << 30
 MiB = 1 << 20
 QUICK_PER_KIND = 10
-
-
-def _size_text(nbytes: int) -> str:
-    if nbytes >= GiB and nbytes % GiB == 0:
-        return f"{nbytes // GiB} GiB"
-    if nbytes >= MiB and nbytes % MiB == 0:
-        return f"{nbytes // MiB} MiB"
-    return f"{nbytes} B"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +162,7 @@ class BandwidthCase:
 
     @property
     def label(self) -> str:
-        size = _size_text(self.nbytes)
+        size = exact_bytes(self.nbytes)
         if self.on_host:
             return f"host memcpy {size}"
         if self.direction in ("h2d", "d2h"):

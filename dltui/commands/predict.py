@@ -12,13 +12,14 @@ from typing import Any
 from dltui.commands import exit_status
 from dltui.commands.options import output_argument
 from dltui.errors import UsageError
+from dltui.formatting import fmt_gbit
 from dltui.outfiles import write_text
 from dltui.predict.answer import NothingToPredict, answer
 from dltui.predict.described import DescriptionError, model, server
 from dltui.predict.model import Layout, parse_layout
 from dltui.predict.whatif import DEFAULT_LAYOUTS, WhatIf
-from dltui.predict.workload import milliseconds
 from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.recording.whatif import row_cells
 
 MAX_DESCRIPTION_BYTES = 64 * 1024
 
@@ -143,14 +144,7 @@ def lines(table: WhatIf) -> list[str]:
         if p.missing:
             rows.append([str(p.layout), str(p.layout.total), p.missing])
             continue
-        cells = [str(p.layout), f"{p.layout.total:,}", milliseconds(p.step_s),
-                 _rate(p.images_per_s), f"{p.efficiency_vs_gpu:.1%}",
-                 f"{row.efficiency_vs_server:.1%}" if row.efficiency_vs_server else "–",
-                 f"{p.waiting_share:.0%}"]  # fmt: skip
-        if len(header) > 7 and header[7] == "measured":
-            measured = row.measured_images_per_s
-            cells += [_rate(measured) if measured else "–",
-                      f"{row.error:+.1%}" if row.error is not None else "–"]  # fmt: skip
+        cells = row_cells(row)[: 9 if len(header) > 7 and header[7] == "measured" else 7]
         if table.target is not None:
             cells.append(_network(row.network_gbit))
         rows.append(cells)
@@ -164,19 +158,12 @@ def lines(table: WhatIf) -> list[str]:
     return out
 
 
-def _rate(images_per_s: float) -> str:
-    """Four significant figures, grouped: 52,340 and 11.72."""
-    if images_per_s >= 1000:
-        return f"{float(f'{images_per_s:.4g}'):,.0f}"
-    return f"{images_per_s:.4g}"
-
-
 def _network(gbit: float | None) -> str:
     if gbit is None:
         return "unreachable"
     if gbit == 0:
         return "none needed"
-    return f"{gbit:,.0f} Gbit/s" if gbit >= 100 else f"{gbit:.3g} Gbit/s"
+    return fmt_gbit(gbit)
 
 
 def _results(

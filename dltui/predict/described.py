@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dltui.formatting import GB, fmt_gbit, fmt_gbps, fmt_ms
 from dltui.predict import links, workload
 from dltui.predict.links import LinkCurve
 from dltui.predict.model import Fabric
@@ -62,7 +63,7 @@ class Model:
         if measured is None or not measured.overlap or not self.overlap:
             return workload.described(self.name, self.batch, self.step_s, self.gradient_bytes,
                                       self.overlap, self.bucket_bytes)  # fmt: skip
-        source = f"{measured.source}; scaled to {workload.milliseconds(self.step_s)} a step"
+        source = f"{measured.source}; scaled to {fmt_ms(self.step_s)} a step"
         scaled = measured.at_speed(self.step_s, self.batch, source)
         return scaled.with_gradient(self.gradient_bytes, self.bucket_bytes)
 
@@ -89,7 +90,7 @@ def server(values: dict[str, Any]) -> Server:
     if "intra_gbps" in values:
         busbw = _number(values, "intra_gbps", "server") * 1e9
         latency = _number(values, "intra_latency_us", "server", INTRA_LATENCY_US, zero=True) * 1e-6
-        intra = LinkCurve(links.INTRA, latency, busbw, f"described: {busbw / 1e9:g} GB/s inside")
+        intra = LinkCurve(links.INTRA, latency, busbw, f"described: {fmt_gbps(busbw / GB)} inside")
     elif gpus > 1:
         raise DescriptionError("server.intra_gbps is needed for more than one GPU a server")
     inter = None
@@ -100,7 +101,7 @@ def server(values: dict[str, Any]) -> Server:
             raise DescriptionError("server.efficiency is a share of the line rate, at most 1")
         latency = _number(values, "network_latency_us", "server",
                           TRANSPORT_LATENCY_US[transport], zero=True)  # fmt: skip
-        words = f"described: {rate:g} Gbit/s {transport} at {efficiency:.0%}"
+        words = f"described: {fmt_gbit(rate)} {transport} at {efficiency:.0%}"
         inter = links.described(links.INTER, rate, efficiency, latency * 1e-6, words)
     name = str(values.get("name", f"{gpus}-GPU server"))
     return Server(name, gpus, Fabric(intra, inter))

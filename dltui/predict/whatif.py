@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dltui.formatting import GB, fmt_duration, fmt_gbps
 from dltui.predict.links import LinkCurve
 from dltui.predict.model import Fabric, Layout, Prediction, efficiency_vs_server, network_for
 from dltui.predict.model import predict as predict_layout
@@ -52,8 +53,9 @@ class WhatIf:
         ]:
             if curve is not None:
                 fitted = f", fit within {curve.error:.1%}" if curve.error is not None else ""
-                found.append(f"{name}: {curve.source}; {curve.busbw / 1e9:.3g} GB/s bus "
-                             f"bandwidth, {curve.alpha_s * 1e6:.3g} µs a step{fitted}")  # fmt: skip
+                rate, latency = fmt_gbps(curve.busbw / GB), fmt_duration(curve.alpha_s)
+                found.append(f"{name}: {curve.source}; {rate} bus bandwidth, {latency} a step"
+                             f"{fitted}")  # fmt: skip
         return found
 
     def to_plain(self) -> dict[str, Any]:

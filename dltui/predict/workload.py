@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from dltui.formatting import fmt_bytes, fmt_ms
 from dltui.plans.names import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from dltui.protocol.bench_results import ModelResult, StepProfile
 
@@ -112,7 +113,7 @@ def from_result(result: ModelResult, server: str) -> Workload:
         overlap=measured,
         timing=timing,
         source=f"measured: {result.framework} {result.model} on {server} ({result.device}), "
-        f"batch {result.batch}, {milliseconds(step_s)} a step, {what}",
+        f"batch {result.batch}, {fmt_ms(step_s)} a step, {what}",
         overhead_s=profile.overhead * step_s,
         step_ratios=ratios,
     )
@@ -155,15 +156,9 @@ def described(model: str, batch: int, step_s: float, gradient_bytes: int, overla
         gradient_bytes=sizes, ready_s=ready if overlap else (), bucket_bytes=bucket_bytes,
         first_bucket_bytes=DDP_FIRST_BUCKET_BYTES if overlap else bucket_bytes,
         overlap=overlap, timing=ASSUMED if overlap else AFTER_BACKWARD,
-        source=f"described: {model}, batch {batch}, {milliseconds(step_s)} a step, "
-        f"{gradient_bytes / 2**20:.4g} MiB of gradients",
+        source=f"described: {model}, batch {batch}, {fmt_ms(step_s)} a step, "
+        f"{fmt_bytes(gradient_bytes)} of gradients",
     )  # fmt: skip
-
-
-def milliseconds(seconds: float) -> str:
-    """A step in milliseconds, never in exponent form: 37.7 ms, 4,840 ms."""
-    ms = seconds * 1e3
-    return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"
 
 
 def buckets(workload: Workload) -> list[tuple[int, float]]:

@@ -22,6 +22,7 @@ from typing import Any
 import msgpack
 
 from dltui.foreign_text import clean, shown
+from dltui.formatting import exact_bytes
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
 from dltui.protocol.messages import Sample
@@ -102,7 +103,7 @@ class StretchDecoder:
         except zlib.error as exc:
             raise ChunkError(f"chunk does not decompress: {exc}") from exc
         if self._stream.unconsumed_tail:
-            raise ChunkError(f"chunk decompresses to more than {MAX_RAW >> 20} MiB")
+            raise ChunkError(f"chunk decompresses to more than {exact_bytes(MAX_RAW)}")
         records: list[Record] = []
         dropped: list[str] = []
         offset = 0

@@ -28,6 +28,7 @@ from typing import Any
 import msgpack
 
 from dltui.foreign_text import clean, shown
+from dltui.formatting import exact_bytes
 from dltui.protocol.errors import ProtocolError
 from dltui.protocol.framing import decode_body
 from dltui.protocol.messages import ConnectionState, Event, JobEnd, JobProgress, JobResult, Sample
@@ -145,7 +146,7 @@ def decode_keyframe(payload: bytes, state: bool = True) -> Keyframe:
     try:
         body = stream.decompress(payload, MAX_RAW)
         if stream.unconsumed_tail:
-            raise KeyframeError(f"keyframe decompresses to more than {MAX_RAW >> 20} MiB")
+            raise KeyframeError(f"keyframe decompresses to more than {exact_bytes(MAX_RAW)}")
         fields = decode_body(body)
         time = fields["time"]
         return Keyframe(

@@ -1,4 +1,5 @@
-"""The what-if tables that the report and the TUI's what-if screen show, from results.
+"""The what-if tables that `dltui predict`, the report and the TUI's what-if screen show,
+from results.
 
 For a model the results profile on one GPU: the predictor's answer (dltui/predict) over the
 layouts people ask about and those the results measured, over the network measured between
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dltui.formatting import fmt_gbit, fmt_ms, significant
 from dltui.predict.answer import answer
 from dltui.predict.described import server
 from dltui.predict.measured import gather
@@ -39,14 +41,14 @@ class WhatIfView:
     def network_summary(self) -> str:
         """The network between servers: described or measured, and its line rate."""
         if self.network_gbit is None:
-            return f"measured, {self.measured_gbit or 0:.3g} Gbit/s"
-        words = f"described, {self.network_gbit:g} Gbit/s"
+            return f"measured, {fmt_gbit(self.measured_gbit or 0)}"
+        words = f"described, {fmt_gbit(self.network_gbit)}"
         return words if self.measured_gbit is not None else f"{words} (none measured)"
 
 
 def images(rate: float) -> str:
-    """Images/s to four figures, whole above a thousand: 1.099, 8.336, 2,188, 2,187,904."""
-    return f"{rate:,.0f}" if rate >= 1000 else f"{rate:.4g}"
+    """Images/s to four figures: 1.099, 8.336, 2,188, 2,188,000 (a prediction holds no more)."""
+    return significant(rate, 4)
 
 
 def profiled_models(kernels: Kernels, models: Models) -> list[str]:
@@ -111,11 +113,13 @@ def table_rows(view: WhatIfView) -> list[list[str]]:
     rows = [["layout", "GPUs", "predicted step", "predicted images/s", "predicted eff/GPU",
              "predicted eff/server", "predicted comm wait", "measured images/s",
              "predicted vs measured"]]  # fmt: skip
-    rows += [_cells(row) for row in view.table.rows]
+    rows += [row_cells(row) for row in view.table.rows]
     return rows
 
 
-def _cells(row: Row) -> list[str]:
+def row_cells(row: Row) -> list[str]:
+    """One layout's cells: step, images/s, the two efficiencies and the wait predicted, then
+    what was measured and the prediction's error ("–" where none was)."""
     p = row.prediction
     head = [str(p.layout), f"{p.layout.total:,}"]
     measured = row.measured_images_per_s
@@ -124,6 +128,6 @@ def _cells(row: Row) -> list[str]:
     if p.missing:
         return [*head, f"no prediction: {p.missing}", "", "", "", "", *tail]
     vs_server = row.efficiency_vs_server
-    return [*head, f"{p.step_s * 1e3:.4g} ms", images(p.images_per_s),
+    return [*head, fmt_ms(p.step_s), images(p.images_per_s),
             f"{p.efficiency_vs_gpu:.1%}", f"{vs_server:.1%}" if vs_server else "–",
             f"{p.waiting_share:.0%}", *tail]  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dltui.formatting import fmt_bytes, peer_text, wiring_lines
+from dltui.formatting import fmt_bytes, fmt_gbps, peer_text, wiring_lines
 from dltui.plans.topology import (
     allreduce_figures,
     matrix,
@@ -86,7 +86,7 @@ def _allreduce(results: list[KernelResult]) -> Rows:
     for result in allreduce_figures(results):
         rows.append([
             str(result.params.get("ranks", 0)), result.placement or "–",
-            fmt_bytes(result.params.get("bytes")), f"{result.busbw_gbps or 0:.1f} GB/s",
-            f"{result.gbps or 0:.1f} GB/s",
+            fmt_bytes(result.params.get("bytes")), fmt_gbps(result.busbw_gbps or 0),
+            fmt_gbps(result.gbps or 0),
         ])  # fmt: skip
     return rows if len(rows) > 1 else []

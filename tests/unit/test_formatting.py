@@ -7,12 +7,16 @@ from __future__ import annotations
 from dltui.formatting import (
     SHORT,
     aligned,
+    exact_bytes,
     fmt_bytes,
     fmt_count,
     fmt_duration,
+    fmt_gbit,
+    fmt_gbps,
     fmt_iterations,
     fmt_memory,
     fmt_memory_of,
+    fmt_ms,
     fmt_rate,
     fmt_ratio,
     fmt_short,
@@ -24,6 +28,7 @@ from dltui.formatting import (
     kernel_header,
     method_text,
     model_header,
+    plain_figure,
     rate_text,
     rough_duration,
     significant,
@@ -79,6 +84,18 @@ def test_ratios_have_two_or_three_significant_figures():
     assert fmt_ratio(None) == ""
     assert significant(1234.5, 4) == "1,234" and significant(0.0345, 3) == "0.0345"
     assert fmt_count(1234567) == "1,234,567"
+
+
+def test_a_size_as_set_and_links_in_one_unit_whatever_their_size():
+    assert exact_bytes(16 << 20) == "16 MiB" and exact_bytes(8 << 30) == "8 GiB"
+    assert exact_bytes(3 << 19) == "1572864 B"  # 1.5 MiB is no whole number of MiB
+    # A link in GB/s or Gbit/s even where it is slow, so two links read side by side; no
+    # trailing zeros, no exponent, whole from 100 up.
+    assert fmt_gbps(0.0117) == "0.0117 GB/s" and fmt_gbps(25.0) == "25 GB/s"
+    assert fmt_gbps(1600) == "1,600 GB/s" and fmt_gbps(0.00005) == "0.00005 GB/s"
+    assert fmt_gbit(0.1) == "0.1 Gbit/s" and fmt_gbit(400) == "400 Gbit/s"
+    assert fmt_ms(0.03772) == "37.7 ms" and fmt_ms(4.8432) == "4,843 ms"
+    assert plain_figure(99.96) == "100" and plain_figure(-2.5) == "-2.5"
 
 
 def test_durations_are_never_zero_seconds():

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dltui.formatting import exact_bytes, fmt_memory
+
 SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".tif", ".tiff", ".webp"}
 MAX_BYTES = 8 << 30
 """The decoded set must fit in memory; past this the run refuses, with the figure."""
@@ -55,8 +57,8 @@ def load(folder: str, size: int, holdout: float) -> ImageSet:
     needed = len(files) * size * size * 3
     if needed > MAX_BYTES:
         raise ValueError(
-            f"{len(files)} images of {size}×{size} take {needed / 2**30:.1f} GiB decoded, over "
-            f"the {MAX_BYTES / 2**30:.0f} GiB this mode holds in memory: use a smaller image size"
+            f"{len(files)} images of {size}×{size} take {fmt_memory(needed)} decoded, over "
+            f"the {exact_bytes(MAX_BYTES)} this mode holds in memory: use a smaller image size"
         )
     sets: dict[bool, tuple[list[Any], list[int]]] = {False: ([], []), True: ([], [])}
     for path, label in files:

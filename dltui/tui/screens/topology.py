@@ -24,12 +24,12 @@ from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import (
     fmt_bytes,
+    fmt_gbps,
     gpu_wiring,
     group_text,
     host_wiring,
     nic_wiring,
     peer_text,
-    significant,
 )
 from dltui.plans.topology import (
     Link,
@@ -200,9 +200,9 @@ def measured_lines(server: ServerView) -> list[Content]:
         where = result.placement or (
             "CPU processes" if result.device == "cpu" else "GPUs not named"
         )
-        busbw = significant(result.busbw_gbps or 0.0)  # allreduce_figures keeps measured ones
+        busbw = fmt_gbps(result.busbw_gbps or 0.0)  # allreduce_figures keeps measured ones
         lines.append(Content(f"all-reduce ×{result.params.get('ranks', 0)} {size}: busbw "
-                             f"{busbw} GB/s · {where}"))  # fmt: skip
+                             f"{busbw} · {where}"))  # fmt: skip
     for model in models:
         if model.placement and model.images_per_s:
             lines.append(Content(f"{model.model} ×{model.gpus}: {model.images_per_s:,.0f} "
