@@ -170,6 +170,18 @@ def data_parallel(model: Any, device: Any, world: int, compile_mode: str | None)
     return net
 
 
+def backward_and_step(loss: Any, optimizer: Any, scaler: Any | None) -> None:
+    """One step's gradients and update, through the gradient scaler where fp16 needs one."""
+    optimizer.zero_grad(set_to_none=True)
+    if scaler is None:
+        loss.backward()
+        optimizer.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+
 def across_ranks(values: list[float], device: Any, world: int, largest: bool) -> list[float]:
     """Each value summed over the ranks, or its largest (a step is as slow as its slowest
     rank); the values themselves where there is one rank."""

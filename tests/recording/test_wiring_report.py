@@ -71,8 +71,7 @@ def test_each_servers_wiring_beside_what_it_measured(report: tuple[str, str]) ->
     )
     assert "- GPU0↔GPU1 NVLink ×18 (NVSwitch): 395 / 392 GB/s (88% of 450)" in dgx
     assert (
-        "| 8 | GPU 0–7 · at worst NVLink ×18 (NVSwitch) · NUMA 0,1 | 246.0 MiB | 480 GB/s |"
-        in dgx
+        "| 8 | GPU 0–7 · at worst NVLink ×18 (NVSwitch) · NUMA 0,1 | 246.0 MiB | 480 GB/s |" in dgx
     )
     pcie = section[section.index("### pcie: box") :]
     assert "- GPU0↔GPU4 SYS: 20 GB/s (32% of 63)" in pcie

@@ -17,7 +17,13 @@ import time
 from typing import Any
 
 from dltui.bench.models import torch_gpt
-from dltui.bench.ranks import Reporter, ShouldStop, across_ranks, data_parallel
+from dltui.bench.ranks import (
+    Reporter,
+    ShouldStop,
+    across_ranks,
+    backward_and_step,
+    data_parallel,
+)
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
 from dltui.plans import gpt
@@ -93,14 +99,7 @@ class GptTrainer:
             loss = torch.nn.functional.cross_entropy(
                 logits.float().reshape(-1, vocab), ids[:, 1:].reshape(-1)
             )
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is None:
-                loss.backward()
-                optimizer.step()
-            else:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
+            backward_and_step(loss, optimizer, scaler)
             schedule.step()
             return loss.detach()
 

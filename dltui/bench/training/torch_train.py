@@ -22,6 +22,7 @@ from dltui.bench.ranks import (
     Reporter,
     ShouldStop,
     across_ranks,
+    backward_and_step,
     data_parallel,
     join_process_group,
 )
@@ -134,14 +135,7 @@ class _Trainer:
             def step(images: Any, labels: Any) -> Any:
                 with torch.autocast(self.device.type, dtype=half, enabled=half is not None):
                     loss = loss_of(target(images), labels)
-                optimizer.zero_grad(set_to_none=True)
-                if scaler is None:
-                    loss.backward()
-                    optimizer.step()
-                else:
-                    scaler.scale(loss).backward()
-                    scaler.step(optimizer)
-                    scaler.update()
+                backward_and_step(loss, optimizer, scaler)
                 return loss
 
             return step
