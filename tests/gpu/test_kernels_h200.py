@@ -71,14 +71,17 @@ def test_energy_from_a_sustained_run_gives_a_believable_per_watt(backend, gatewa
     watts = formulas.watts(result.energy_j, result.energy_s)
     sustained = formulas.tflops(case.flops, result.sustained_s)
     print(f"{watts:.0f} W, sustained {sustained:.0f} TFLOP/s against {result.tflops:.0f} burst")
-    # The cap holds over seconds: a half-second window may pass it a little (762 W of 700 seen
-    # on an H100), not by a tenth.
-    assert 150 < watts < 1.1 * limit
+    # The cap holds over seconds, not over a run's first two from idle: an H100 (700 W) read
+    # 757-775 W over them (NVML's instant power peaks at 787 W), and 690-706 W once steady,
+    # as NVML's own average (698 W). A unit or a window wrong would be off by far more.
+    assert 150 < watts < 1.15 * limit
     assert 0.3 < sustained / watts < 1.6  # the H200 peaks near 1.4 TFLOP/s/W
     assert sustained <= result.tflops * 1.05  # a power cap lowers the sustained rate
     again = timed(backend, "gemm", "bf16", case, max_seconds=2.0, fill="random")
     assert again.energy_j is None
-    assert again.median_s < result.sustained_s  # the next case does not start throttled
+    # The next case does not start throttled: faster than the sustained run where the cap
+    # slowed it (the H200), at the burst's pace where it did not (an H100 holds this GEMM).
+    assert again.median_s < max(result.sustained_s, result.median_s * 1.03)
 
 
 def test_deepbenchs_sixteen_bit_inputs_run_faster_than_random_ones(backend):
