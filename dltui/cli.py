@@ -85,14 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--version"]:
         print(f"dltui {version()}")
-        return 0
+        return exit_status.OK
     if argv and argv[0] in COMMANDS:
         module, argv = COMMANDS[argv[0]].module, argv[1:]
     else:
         module = TUI
         if (typo := mistyped(argv)) is not None:
             print(f"dltui: {typo}", file=sys.stderr)
-            return 2
+            return exit_status.USAGE
     command = cast(Command, importlib.import_module(module))
     parser = command.parser()
     one_line_errors(parser)

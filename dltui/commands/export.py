@@ -46,11 +46,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.format == "openmetrics":
         print(f"dltui export: {rows['telemetry']} points, {rows['results']} kernel results and "
               f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
-        return 0
+        return exit_status.OK
     print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
           f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
           f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
-    return 0
+    return exit_status.OK
 
 
 def _is_recording(path: Path) -> bool:

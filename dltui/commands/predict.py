@@ -121,11 +121,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError(str(exc)) from None
     if args.json == "-":
         print(json.dumps(table.to_plain(), indent=2))
-        return 0
+        return exit_status.OK
     if args.json:
         write_text(args.json, json.dumps(table.to_plain(), indent=2) + "\n")
     print("\n".join(lines(table)))
-    return 0
+    return exit_status.OK
 
 
 def lines(table: WhatIf) -> list[str]:

@@ -65,7 +65,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     else:
         print(describe(welcome, sample))
         print("\n".join(health_lines(sample, events)))
-    return 0
+    return exit_status.OK
 
 
 def finite(value: Any, path: str = "") -> tuple[Any, list[str]]:

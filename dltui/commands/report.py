@@ -38,7 +38,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     except OSError as exc:
         raise WriteFailed(f"cannot write {args.output}: {exc.strerror or exc}") from None
     print(f"dltui report: {index} and {index.with_suffix('.html')}")
-    return 0
+    return exit_status.OK
 
 
 def _say(note: str) -> None:

@@ -47,4 +47,4 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError(why) from exc
     command = shlex.join([sys.executable, "-m", "dltui", *args.args])
     Server(command, host=args.host, port=args.port, title="dltui").serve()
-    return 0
+    return exit_status.OK
