@@ -88,9 +88,9 @@ def server(values: dict[str, Any]) -> Server:
             raise DescriptionError(f"server.{given[0]} describes a link: give server.{level} too")
     intra = None
     if "intra_gbps" in values:
-        busbw = _number(values, "intra_gbps", "server") * 1e9
+        gbps = _number(values, "intra_gbps", "server")
         latency = _number(values, "intra_latency_us", "server", INTRA_LATENCY_US, zero=True) * 1e-6
-        intra = LinkCurve(links.INTRA, latency, busbw, f"described: {fmt_gbps(busbw / GB)} inside")
+        intra = LinkCurve(links.INTRA, latency, gbps * GB, f"described: {fmt_gbps(gbps)} inside")
     elif gpus > 1:
         raise DescriptionError("server.intra_gbps is needed for more than one GPU a server")
     inter = None
