@@ -118,8 +118,8 @@ def table_rows(view: WhatIfView) -> list[list[str]]:
 
 
 def row_cells(row: Row) -> list[str]:
-    """One layout's cells: step, images/s, the two efficiencies and the wait predicted, then
-    what was measured and the prediction's error ("–" where none was)."""
+    """One layout's cells: the layout and its GPUs; the step, images/s, both efficiencies and
+    the wait predicted; what was measured and the prediction's error ("–" where none was)."""
     p = row.prediction
     head = [str(p.layout), f"{p.layout.total:,}"]
     measured = row.measured_images_per_s
