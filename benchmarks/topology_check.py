@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dltui.formatting import wiring_lines  # noqa: E402
 from dltui.plans.topology import matrix, path_short  # noqa: E402
 from dltui.protocol.inventory import Inventory  # noqa: E402
 from dltui.protocol.wire import to_plain  # noqa: E402
+from dltui.result_text import wiring_lines  # noqa: E402
 from dltui.telemetry.inventory import build_inventory  # noqa: E402
 from dltui.telemetry.nvml import NvmlGateway  # noqa: E402
 from dltui.telemetry.topology import read_topology  # noqa: E402

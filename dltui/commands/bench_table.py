@@ -15,15 +15,7 @@ from typing import TextIO
 from dltui.client.campaign import Campaign
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
-from dltui.formatting import (
-    describe_work,
-    format_model_row,
-    format_row,
-    kernel_header,
-    model_header,
-    time_left,
-    vs_base_text,
-)
+from dltui.formatting import describe_work, time_left
 from dltui.plans.assertions import Baseline, case_key, ratio_to_baseline
 from dltui.plans.gpt import is_gpt
 from dltui.plans.scaling import scaling
@@ -31,6 +23,13 @@ from dltui.protocol.bench_plans import ModelPlan, Plan
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.messages import JobEnd, JobProgress, JobResult, Message, Welcome
 from dltui.protocol.wire import to_plain
+from dltui.result_text import (
+    format_model_row,
+    format_row,
+    kernel_header,
+    model_header,
+    vs_base_text,
+)
 
 
 class ProgressBar:

@@ -19,10 +19,11 @@ from dltui.commands.options import (
     target_argument,
 )
 from dltui.fleet.health import EventBook, gpu_health, health_summary, worst_event
-from dltui.formatting import fmt_count, fmt_memory, fmt_value, wiring_lines
+from dltui.formatting import fmt_count, fmt_memory, fmt_value
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, FieldSpec, throttle_reasons_in
 from dltui.protocol.messages import Event, Sample, Welcome
 from dltui.protocol.wire import to_plain
+from dltui.result_text import wiring_lines
 
 
 def parser() -> argparse.ArgumentParser:

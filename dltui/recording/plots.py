@@ -14,13 +14,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dltui.formatting import GB, model_what, rate_text
+from dltui.formatting import GB
 from dltui.outfiles import Replacement
 from dltui.plans.names import COLLECTIVES
 from dltui.plans.scaling import configuration
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.messages import Sample
 from dltui.recording.recorded import RecordedSession
+from dltui.result_text import model_what, rate_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

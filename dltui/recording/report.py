@@ -20,19 +20,7 @@ import time
 from pathlib import Path
 
 from dltui.foreign_text import shown
-from dltui.formatting import (
-    GB,
-    device_text,
-    fmt_duration,
-    fmt_ratio,
-    images_text,
-    link_text,
-    method_text,
-    model_what,
-    percent,
-    ratio_text,
-    significant,
-)
+from dltui.formatting import GB, fmt_duration, fmt_ratio, significant
 from dltui.outfiles import write_text
 from dltui.plans.scaling import scaling, throughput
 from dltui.recording import plots
@@ -41,6 +29,15 @@ from dltui.recording.reader import Say
 from dltui.recording.recorded import RecordedSession, load
 from dltui.recording.whatif_report import whatif_charts, whatif_html, whatif_markdown, whatif_views
 from dltui.recording.wiring import ServerWiring, server_wirings
+from dltui.result_text import (
+    device_text,
+    images_text,
+    link_text,
+    method_text,
+    model_what,
+    percent,
+    ratio_text,
+)
 
 NOTE = ("Telemetry per case is the mean of the samples received while it ran, over the GPUs it "
         "used; a case shorter than what a field's readings average over (utilization 0.2 s, "

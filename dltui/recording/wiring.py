@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dltui.formatting import fmt_bytes, fmt_gbps, peer_text, wiring_lines
+from dltui.formatting import fmt_bytes, fmt_gbps
 from dltui.plans.topology import (
     allreduce_figures,
     matrix,
@@ -22,6 +22,7 @@ from dltui.protocol.bench_results import KernelResult
 from dltui.protocol.inventory import Inventory
 from dltui.protocol.messages import JobResult, Welcome
 from dltui.recording.format import Record
+from dltui.result_text import peer_text, wiring_lines
 
 Rows = list[list[str]]
 

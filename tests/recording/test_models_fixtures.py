@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from dltui.fleet.state import Fleet
-from dltui.formatting import images_text, significant
+from dltui.formatting import significant
 from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.messages import JobResult
 from dltui.recording.phases import phases
 from dltui.recording.reader import RecordingReader
 from dltui.recording.replay import ReplaySet, load_tracks
+from dltui.result_text import images_text
 from tests.conftest import ROOT, dltui_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -1,6 +1,6 @@
-"""How numbers are written for people (dltui/formatting.py), with values worked by hand: one
-space before a unit, memory in GiB with one decimal, ratios to 2-3 significant figures,
-counts grouped, and result columns whose decimal points line up."""
+"""How numbers and results are written for people (dltui/formatting.py, result_text.py), with
+values worked by hand: one space before a unit, memory in GiB with one decimal, ratios to 2-3
+significant figures, counts grouped, and result columns whose decimal points line up."""
 
 from __future__ import annotations
 
@@ -21,21 +21,23 @@ from dltui.formatting import (
     fmt_ratio,
     fmt_short,
     fmt_value,
-    format_model_row,
-    format_row,
     gbps_figure,
     gib_figure,
-    kernel_header,
-    method_text,
-    model_header,
     plain_figure,
-    rate_text,
     rough_duration,
     significant,
-    vs_base_text,
 )
 from dltui.plans.scaling import Scaling
 from dltui.protocol.bench_results import KernelResult, ModelResult
+from dltui.result_text import (
+    format_model_row,
+    format_row,
+    kernel_header,
+    method_text,
+    model_header,
+    rate_text,
+    vs_base_text,
+)
 
 GIB = 2**30
 

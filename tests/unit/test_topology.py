@@ -9,13 +9,13 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from dltui.formatting import group_text, link_text, peer_text, wiring_lines
 from dltui.plans.topology import link_groups, matrix, pcie_below_max, pcie_text, peer_figures
 from dltui.protocol.bench_results import KernelResult
 from dltui.protocol.inventory import GpuInfo, Inventory
 from dltui.protocol.messages import Welcome
 from dltui.protocol.topology import GpuPair, Topology
 from dltui.protocol.wire import from_wire, to_wire
+from dltui.result_text import group_text, link_text, peer_text, wiring_lines
 from dltui.telemetry.nvml import NvmlGateway
 from dltui.telemetry.topology import read_topology
 from tests.fakes.boxes import (

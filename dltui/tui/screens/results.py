@@ -31,8 +31,9 @@ from dltui.fleet.compare import (
     build,
 )
 from dltui.fleet.state import Fleet
-from dltui.formatting import aligned, fmt_iterations, fmt_ratio, model_figure
+from dltui.formatting import aligned, fmt_iterations, fmt_ratio
 from dltui.protocol.bench_results import KernelResult
+from dltui.result_text import model_figure
 from dltui.tui.screens.export import ExportScreen
 from dltui.tui.screens.topology import WiringSummary
 from dltui.tui.view import Timebase

@@ -22,15 +22,7 @@ from textual.widgets import Header, Static
 
 from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
-from dltui.formatting import (
-    fmt_bytes,
-    fmt_gbps,
-    gpu_wiring,
-    group_text,
-    host_wiring,
-    nic_wiring,
-    peer_text,
-)
+from dltui.formatting import fmt_bytes, fmt_gbps
 from dltui.plans.topology import (
     Link,
     allreduce_figures,
@@ -44,6 +36,7 @@ from dltui.plans.topology import (
 )
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.inventory import Inventory
+from dltui.result_text import gpu_wiring, group_text, host_wiring, nic_wiring, peer_text
 from dltui.tui.widgets.fitted_footer import FittedFooter
 
 REDRAW_S = 1.0

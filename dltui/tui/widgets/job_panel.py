@@ -6,7 +6,8 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import JobView
-from dltui.formatting import model_figure, model_what, rate_text, ratio_text, time_left
+from dltui.formatting import time_left
+from dltui.result_text import model_figure, model_what, rate_text, ratio_text
 from dltui.tui.widgets.panel import FleetPanel
 
 SHOWN_RESULTS = 12  # the newest; the whole list is in recordings and `dltui bench --json`
