@@ -5,23 +5,107 @@ on an H200 near idle and gave 6.8 TFLOP/s/W (the GPU peaks near 1.4): the sample
 case. The energy counter covers the work itself, but on the H200 it moves only every 100 ms
 (benchmarks/energy_counter.py), so two reads at arbitrary times are off by up to a step: 20%
 over 0.25 s. The meter polls it on a thread of its own (a read takes ~3.5 ms) and keeps the
-moments it moved: joules between the first and the last update, over the time between them,
-are right to a read's length. NVML is reached through the one gateway.
+moments it moved: joules between two updates, over the time between them, are right to a
+read's length. NVML is reached through the one gateway.
+
+Which two updates: at its power limit an H100 does not settle. From idle it holds ~780 W for
+~0.8 s, then swings between ~510 and ~790 W about once a second, its pace with it
+(docs/results/energy-window-h100.txt), so a fixed window reads a phase: 0.93 TFLOP/s/W from the
+high one where whole swings give ~0.98. `power_window` reads whole swings where the power
+swings, and the whole run where it holds; at the limit it waits long enough for a controller
+to have started swinging before it trusts a power that holds.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections.abc import Sequence
 
+from dltui.plans import formulas
 from dltui.telemetry.nvml import NvmlGateway
+
+Update = tuple[float, float]
+"""(host seconds on time.perf_counter, joules): a moment the counter moved, and to what."""
+
+READING_S = 0.3
+"""Each reading of the power spans this much at the least: the counter moves every ~100 ms and
+the meter may see a move late (one ~20 ms late in an H100's trace), so a reading over one
+interval would swing by itself."""
+BAND = 0.08
+"""The power holds while every reading is within this share of its mean (a move seen 20 ms
+late moves a 0.3 s reading by 7%), and swings where it goes past it both ways (the H100's
+±21% reads as ±18% over 0.3 s)."""
+AT_LIMIT = 0.95
+"""A mean power at this share of the enforced limit or more is at the limit."""
+HOLD_AT_LIMIT_S = 1.5
+"""At the limit, a power that holds is trusted only over this long: the H100's controller
+started swinging after 0.8 s from idle."""
+SWINGS = 2
+"""Whole swings to read where the power swings."""
+
+
+def power_window(
+    updates: Sequence[Update], limit_w: float | None, final: bool = False
+) -> tuple[float, float] | None:
+    """The span (host seconds) to read the energy across, or None to run on (with `final`: the
+    best there is, None only where the counter did not move twice)."""
+    if len(updates) < 2:
+        return None
+    (t0, e0), (t1, e1) = updates[0], updates[-1]
+    mean = (e1 - e0) / (t1 - t0)
+    readings = _readings(updates)
+    rises = _rises(readings, mean)
+    if len(rises) > SWINGS or (final and len(rises) > 1):
+        return rises[0], rises[-1]
+    if final:
+        return t0, t1
+    holds = all(abs(power - mean) <= BAND * mean for _, power in readings)
+    at_limit = limit_w is not None and mean >= AT_LIMIT * limit_w
+    return (t0, t1) if holds and (not at_limit or t1 - t0 >= HOLD_AT_LIMIT_S) else None
+
+
+def _readings(updates: Sequence[Update]) -> list[tuple[float, float]]:
+    """(t, watts): at each update, the power since the last update READING_S or more before."""
+    readings = []
+    start = 0
+    for k in range(1, len(updates)):
+        while updates[k][0] - updates[start + 1][0] >= READING_S:
+            start += 1
+        (ta, ea), (tb, eb) = updates[start], updates[k]
+        if tb - ta >= READING_S:
+            readings.append((tb, (eb - ea) / (tb - ta)))
+    return readings
+
+
+def _rises(readings: list[tuple[float, float]], mean: float) -> list[float]:
+    """When the power crossed `mean` going up on its way past the band above it, after it had
+    fallen below the band from above it: once a swing, each at the same phase of it (the
+    readings' lag is the same at every one). A ramp from idle up to the first high is no
+    swing."""
+    rises = []
+    was_high = low = False
+    crossed = 0.0
+    for (ta, a), (tb, b) in itertools.pairwise(readings):
+        if a <= mean < b:
+            crossed = ta + (tb - ta) * (mean - a) / (b - a)
+        if b > (1 + BAND) * mean:
+            if low:
+                rises.append(crossed)  # set since: it fell below the mean, and it is past it
+            was_high, low = True, False
+        elif b < (1 - BAND) * mean and was_high:
+            low = True
+    return rises
 
 
 class GpuEnergyMeter:
-    def __init__(self, gateway: NvmlGateway, index: int) -> None:
+    def __init__(self, gateway: NvmlGateway, index: int, limit_w: float | None) -> None:
         self._gateway = gateway
         self._index = index
-        self._updates: list[tuple[float, float]] = []
+        self.limit_w = limit_w
+        """The GPU's enforced power limit, where NVML gives it."""
+        self._updates: list[Update] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -41,14 +125,24 @@ class GpuEnergyMeter:
                 self._updates.append((time.perf_counter(), joules))
             last = joules
 
-    def stop(self) -> tuple[float, float] | None:
+    def window(self, final: bool = False) -> tuple[float, float, float] | None:
+        """(begin, end, joules): two updates' host times and the joules between them, where
+        `power_window` says to read them."""
+        updates = self.updates()
+        span = power_window(updates, self.limit_w, final)
+        if span is None:
+            return None
+        begin, end = span
+        return begin, end, formulas.at(updates, end) - formulas.at(updates, begin)
+
+    def updates(self) -> list[Update]:
+        """The counter's moves seen since `start`."""
+        return list(self._updates)  # the poll thread appends as this reads
+
+    def stop(self) -> None:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join()
-        if len(self._updates) < 2:
-            return None
-        (t0, e0), (t1, e1) = self._updates[0], self._updates[-1]
-        return e1 - e0, t1 - t0
 
 
 def open_meter(uuid: str) -> GpuEnergyMeter | None:
@@ -62,4 +156,5 @@ def open_meter(uuid: str) -> GpuEnergyMeter | None:
     if index is None or gateway.energy_joules(index) is None:
         gateway.close()
         return None
-    return GpuEnergyMeter(gateway, index)
+    limit = gateway.readers[index].read_slow(["power_limit"]).get("power_limit")
+    return GpuEnergyMeter(gateway, index, limit)

@@ -24,8 +24,9 @@ the GPU's power management in, and on the H200 a big GEMM's median moved up to 4
 two runs that way while each run was tight within itself; three trials in a row put most
 samples where the clock has settled, and no case moved more than 2.83% between two runs
 (docs/results/kernels-h200.md). Where a plan asks for energy, the kernel then runs on,
-sustained, for `sustain_s` while a meter reads the GPU's energy counter: a per-watt figure from
-energy measured across that work, at the rate it ran at.
+sustained, for `sustain_s` or longer while a meter reads the GPU's energy counter: a per-watt
+figure from the energy across the span the meter chose (bench/energy.py), at the rate the
+kernel ran at across that same span.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
+
+from dltui.plans import formulas
 
 Step = Callable[[], object]
 
@@ -53,6 +56,10 @@ TRIALS = 3
 ESTIMATE_LAUNCHES = 8
 SUSTAIN_SYNC_S = 0.02
 """The sustained run syncs this often, so the queue stays short and it stops on time."""
+SUSTAIN_LONGEST_S = 4.0
+"""A sustained run goes on past `sustain_s` while the meter has no span to read (a power that
+swings at its limit), up to this: an H100 holds its limit's first high for 0.8 s, then swings
+about once a second, and the meter reads two whole swings."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +71,8 @@ class Budget:
     max_seconds: float
     """The timed loop stops here once it has MIN_SAMPLES."""
     sustain_s: float = 0.0
-    """With a meter, run on this long after the samples, reading the energy (0: no run)."""
+    """With a meter, run on at least this long after the samples, reading the energy (0: no
+    run); longer where the meter asks, up to SUSTAIN_LONGEST_S."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +139,13 @@ class EnergyMeter(Protocol):
 
     def start(self) -> None: ...
 
-    def stop(self) -> tuple[float, float] | None:
-        """(joules, seconds) between the first and the last update seen since `start`; None
+    def window(self, final: bool = False) -> tuple[float, float, float] | None:
+        """(begin, end, joules): the span to read, in the clock's `now`, and the joules drawn
+        across it; None while the meter wants the work to run on. With `final`, None only
         where the counter did not move twice."""
         ...
+
+    def stop(self) -> None: ...
 
 
 Capture = Callable[[Step, int], Step | None]
@@ -187,8 +198,8 @@ def time_step(
     meter: EnergyMeter | None = None,
 ) -> Timing:
     """Warm up, choose the method (see the module's docstring), take the samples, and, with a
-    meter, run on for budget.sustain_s reading the energy. `captured` names what `capture`
-    makes (a CUDA graph, TensorFlow's device loop)."""
+    meter, run on for budget.sustain_s (or as long as the meter asks) reading the energy.
+    `captured` names what `capture` makes (a CUDA graph, TensorFlow's device loop)."""
     warm_up(step, clock, budget)
     guess = estimate(step, clock)
     per_sample = _per_sample(guess)
@@ -252,22 +263,30 @@ def _sample(run: Step, per_sample: int, clock: Clock, budget: Budget, at_least: 
 def _sustain(
     run: Step, per_sample: int, each_run: float, clock: Clock, meter: EnergyMeter, seconds: float
 ) -> Energy | None:
-    """Run on, back to back, for `seconds` while the meter reads the energy counter. A sync
-    every ~SUSTAIN_SYNC_S of queued work keeps the host from queueing far past the end."""
+    """Run on, back to back, for `seconds` and on while the meter has no span to read. A sync
+    every ~SUSTAIN_SYNC_S of queued work keeps the host from queueing far past the end, and
+    marks how many iterations were done by when: the pace across the meter's span."""
     between_syncs = max(1, math.ceil(SUSTAIN_SYNC_S / max(each_run, 1e-9)))
     meter.start()
-    begin = clock.mark()
-    runs = 0
-    started = clock.now()
-    while clock.now() - started < seconds:
+    done = [(clock.now(), 0)]  # the device is idle here: the samples ended with a sync
+    window = None
+    while window is None:
         for _ in range(between_syncs):
             run()
-        runs += between_syncs
         clock.sync()
-    end = clock.mark()
-    clock.sync()
-    read = meter.stop()
-    if read is None:
+        now = clock.now()
+        done.append((now, done[-1][1] + between_syncs * per_sample))
+        elapsed = now - done[0][0]
+        if elapsed >= seconds:
+            last = elapsed >= max(seconds, SUSTAIN_LONGEST_S)
+            window = meter.window(final=last)
+            if last:
+                break
+    meter.stop()
+    if window is None:
         return None
-    joules, span = read
-    return Energy(joules, span, clock.seconds(begin, end) / (runs * per_sample))
+    begin, end, joules = window
+    iterations = formulas.at(done, end) - formulas.at(done, begin)  # steady between syncs
+    if iterations <= 0:
+        return None
+    return Energy(joules, end - begin, (end - begin) / iterations)

@@ -181,8 +181,8 @@ def _kernels_parser(
     parser.add_argument(
         "--energy",
         action="store_true",
-        help="run each compute case on for 0.6 s more, reading the GPU's energy counter: "
-        "per-watt figures and the rate under sustained load",
+        help="run each compute case on for 0.6 s more (up to 4 s at a power limit that swings), "
+        "reading the GPU's energy counter: per-watt figures and the rate under sustained load",
     )
     return parser
 

@@ -4,6 +4,7 @@ reported for every timed case. Units: seconds in, TFLOP/s (10¹²) and GB/s (10�
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Sequence
 
@@ -135,6 +136,18 @@ more likely than the hardware. Shown flagged, never plain."""
 
 
 # --- statistics --------------------------------------------------------------------------------
+
+
+def at(points: Sequence[tuple[float, float]], x: float) -> float:
+    """The value at `x` on the line through `points` (sorted by x), held flat past either end:
+    a counter read at moments between its readings."""
+    after = bisect.bisect_left(points, x, key=lambda point: point[0])
+    if after == 0:
+        return points[0][1]
+    if after == len(points):
+        return points[-1][1]
+    (x0, y0), (x1, y1) = points[after - 1], points[after]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
 def median(times: Sequence[float]) -> float:

@@ -58,8 +58,9 @@ class KernelPlan:
     on zeros. "random": normal values, as training sees them; a GPU at its power cap clocks
     lower on them (an H200's large 16-bit GEMMs run ~13% slower)."""
     energy: bool = False
-    """Run each compute case on, sustained, for ~0.6 s while the worker reads the GPU's energy
-    counter: per-watt figures, and the rate under sustained load."""
+    """Run each compute case on, sustained, for ~0.6 s (up to 4 s where the power swings at its
+    limit, to read whole swings) while the worker reads the GPU's energy counter: per-watt
+    figures, and the rate under sustained load."""
     timeout_s: float = 3600.0
     """The whole job; past it the worker is killed and the job fails."""
     cluster: ClusterRole | None = None

@@ -13,7 +13,9 @@ import math
 import pytest
 
 from dltui.bench import timing
+from dltui.bench.energy import HOLD_AT_LIMIT_S, SWINGS, power_window
 from dltui.bench.timing import Budget
+from dltui.plans import formulas
 
 
 class SimulatedGpu:
@@ -62,24 +64,78 @@ class SimulatedGpu:
         self.host = max(self.host, self.device_free)
 
 
-class Meter:
-    """An energy counter on the simulated GPU that moves every `step_s` of host time, by what
-    `watts` drew since its last move, as NVML's does."""
+class Steady:
+    """A GPU that draws `watts` and runs at its kernels' pace whatever the time."""
 
-    def __init__(self, gpu: SimulatedGpu, watts: float, step_s: float = 0.1) -> None:
-        self.gpu, self.watts, self.step_s = gpu, watts, step_s
+    def __init__(self, watts: float) -> None:
+        self.watts = watts
+
+    def joules(self, t: float) -> float:
+        return self.watts * t
+
+    def speed(self, t: float) -> float:
+        return 1.0
+
+
+class Swinging:
+    """An H100 at its 700 W limit under a bf16 GEMM (docs/results/energy-window-h100.txt): from
+    idle ~780 W at full pace for 0.8 s, then the power swings between 510 and 790 W once every
+    1.05 s and the pace with it, from 82% of full at the low to all of it at the high."""
+
+    high, mean, swing, period, plateau = 780.0, 650.0, 140.0, 1.05, 0.8
+
+    def power(self, t: float) -> float:
+        if t < self.plateau:
+            return self.high
+        return self.mean - self.swing * math.sin(2 * math.pi * (t - self.plateau) / self.period)
+
+    def joules(self, t: float) -> float:
+        if t < self.plateau:
+            return self.high * t
+        phase = 2 * math.pi * (t - self.plateau) / self.period
+        turn = self.swing * self.period / (2 * math.pi) * (math.cos(phase) - 1)
+        return self.high * self.plateau + self.mean * (t - self.plateau) + turn
+
+    def speed(self, t: float) -> float:
+        return self.pace(self.power(t))
+
+    @staticmethod
+    def pace(watts: float) -> float:
+        return 0.82 + 0.18 * (watts - 510.0) / 270.0
+
+
+class Meter:
+    """An energy counter on the simulated GPU that moves every `step_s` of host time by what the
+    GPU drew since, as NVML's does; the span it reads is bench/energy's."""
+
+    def __init__(self, gpu: SimulatedGpu, draw: Steady | Swinging, step_s: float = 0.1,
+                 limit_w: float | None = None, moves: bool = True) -> None:  # fmt: skip
+        self.gpu, self.draw, self.step_s, self.limit_w, self.moves = (
+            gpu,
+            draw,
+            step_s,
+            limit_w,
+            moves,
+        )
         self.started_at: float | None = None
 
     def start(self) -> None:
         self.started_at = self.gpu.host
 
-    def stop(self) -> tuple[float, float] | None:
+    def window(self, final: bool = False) -> tuple[float, float, float] | None:
         assert self.started_at is not None
-        first = math.ceil(self.started_at / self.step_s) * self.step_s
-        last = math.floor(self.gpu.host / self.step_s) * self.step_s
-        if last - first < self.step_s:
+        first = math.ceil(self.started_at / self.step_s)
+        last = math.floor(self.gpu.host / self.step_s)
+        moments = [k * self.step_s for k in range(first, last + 1)] if self.moves else []
+        updates = [(t, self.draw.joules(t)) for t in moments]
+        span = power_window(updates, self.limit_w, final)
+        if span is None:
             return None
-        return (last - first) * self.watts, last - first
+        begin, end = span
+        return begin, end, formulas.at(updates, end) - formulas.at(updates, begin)
+
+    def stop(self) -> None:
+        pass
 
 
 BUDGET = Budget(warmup=3, iterations=400, max_seconds=2.0)
@@ -201,7 +257,7 @@ def test_the_figure_is_the_median_over_the_trials():
 
 def test_energy_comes_from_a_sustained_run_between_two_counter_updates():
     gpu = SimulatedGpu(kernel_s=300e-6)
-    meter = Meter(gpu, watts=650.0)
+    meter = Meter(gpu, Steady(650.0))
     budget = Budget(warmup=3, iterations=400, max_seconds=2.0, sustain_s=0.6)
     found = timing.time_step(gpu.step, gpu, budget, capture=gpu.capture, meter=meter)
     energy = found.energy
@@ -211,11 +267,60 @@ def test_energy_comes_from_a_sustained_run_between_two_counter_updates():
     assert gpu.host - meter.started_at < 0.6 + 0.1  # stopped on time, not far past
 
 
-def test_a_sustained_run_too_short_for_two_updates_gives_no_energy():
+class SwingingGpu(SimulatedGpu):
+    """Its kernels run at the pace the power allows at the moment each replay starts."""
+
+    def __init__(self, kernel_s: float, draw: Swinging) -> None:
+        super().__init__(kernel_s)
+        self.draw = draw
+
+    def capture(self, step: timing.Step, count: int) -> timing.Step:
+        def replay() -> None:
+            self.kernels += count
+            start = max(self.device_free, self.host + self.launch_s)
+            self._launch(count * self.kernel_s / self.draw.speed(start))
+
+        return replay
+
+
+def test_at_a_swinging_power_limit_the_energy_covers_whole_swings():
+    """A fixed 0.6 s from idle would read the first high alone: 9% off in work per joule."""
+    draw = Swinging()
+    gpu = SwingingGpu(kernel_s=300e-6, draw=draw)
+    meter = Meter(gpu, draw, limit_w=700.0)
+    budget = Budget(warmup=3, iterations=400, max_seconds=0.3, sustain_s=0.6)
+    found = timing.time_step(gpu.step, gpu, budget, capture=gpu.capture, meter=meter)
+    energy = found.energy
+    assert energy is not None
+    per_joule = energy.seconds / energy.seconds_per_iteration / energy.joules
+    # Over whole swings the sine averages out and the pace is linear in the power.
+    expected = draw.pace(draw.mean) / gpu.kernel_s / draw.mean
+    first_high = 1.0 / gpu.kernel_s / draw.high
+    assert abs(first_high / expected - 1) > 0.08  # the phase a fixed window read
+    # Cut at the same phase at both ends; run to the longest and read whole, it was 0.44% off.
+    assert per_joule == pytest.approx(expected, rel=0.003)
+    assert energy.seconds == pytest.approx(SWINGS * draw.period, abs=0.1)
+    assert gpu.host - meter.started_at < timing.SUSTAIN_LONGEST_S  # it stopped once it had them
+
+
+def test_at_the_limit_a_power_that_holds_is_read_once_it_has_held_long_enough():
     gpu = SimulatedGpu(kernel_s=300e-6)
-    budget = Budget(warmup=3, iterations=40, max_seconds=2.0, sustain_s=0.05)
-    found = timing.time_step(gpu.step, gpu, budget, capture=gpu.capture, meter=Meter(gpu, 650.0))
+    meter = Meter(gpu, Steady(695.0), limit_w=700.0)
+    budget = Budget(warmup=3, iterations=400, max_seconds=0.3, sustain_s=0.6)
+    found = timing.time_step(gpu.step, gpu, budget, capture=gpu.capture, meter=meter)
+    assert found.energy is not None
+    assert found.energy.joules / found.energy.seconds == pytest.approx(695.0)
+    span = gpu.host - meter.started_at
+    assert HOLD_AT_LIMIT_S <= span < HOLD_AT_LIMIT_S + 0.2
+
+
+def test_a_counter_that_never_moves_gives_no_energy_after_the_longest_run():
+    gpu = SimulatedGpu(kernel_s=300e-6)
+    meter = Meter(gpu, Steady(650.0), moves=False)
+    budget = Budget(warmup=3, iterations=40, max_seconds=0.3, sustain_s=0.05)
+    found = timing.time_step(gpu.step, gpu, budget, capture=gpu.capture, meter=meter)
     assert found.energy is None
+    assert timing.SUSTAIN_LONGEST_S <= gpu.host - meter.started_at < timing.SUSTAIN_LONGEST_S + 0.1
 
 
 def test_a_step_that_cannot_be_captured_is_batched():
