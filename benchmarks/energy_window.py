@@ -4,7 +4,8 @@ For each GEMM, `--repeats` times, each from 3 s of idle: the case through the ba
 `dltui bench kernels --energy --fill random` times it (its TFLOP/s/W, the span its meter read,
 how long the case took), then a reference from the same idle start: the step looped for
 REFERENCE_S with a sync every ~20 ms, TFLOP/s/W as work over joules from its 2nd second to its
-end (many whole swings of a power limit), and, from the same run, the first 0.6 s from idle:
+end (many whole swings of a power limit), the step replayed from a CUDA graph as the engine
+runs it, and, from the same run, the first 0.6 s from idle:
 what a fixed window read before (docs/results/energy-window-h100.txt).
 
     PYTHONPATH=. python benchmarks/energy_window.py [--repeats 3]
@@ -13,6 +14,7 @@ what a fixed window read before (docs/results/energy-window-h100.txt).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dltui.bench.backends import Settings, budget_for, load_backend
-from dltui.bench.backends.torch_backend import gemm_step
+from dltui.bench.backends.torch_backend import cuda_graph, gemm_step
 from dltui.bench.energy import open_meter
 from dltui.bench.shapes import GemmCase
 from dltui.plans import formulas
@@ -42,16 +44,30 @@ def per_watt_between(marks, updates, begin: float, end: float, flops: float) -> 
     return iterations * flops / 1e12 / (e1 - e0)
 
 
-def reference(torch, step, meter, flops: float) -> tuple[float, float]:
-    """(settled, first 0.6 s) TFLOP/s/W of the step looped from idle for REFERENCE_S."""
+def replayed(torch, step) -> tuple[object, int]:
+    """The step as the engine runs it: a CUDA graph of ~2 ms of it, and how many it holds (a
+    small GEMM looped from the host would be bound by its launches, a lighter load)."""
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    began = time.perf_counter()
+    for _ in range(50):
+        step()
+    torch.cuda.synchronize()
+    count = max(1, math.ceil(2e-3 / ((time.perf_counter() - began) / 50)))
+    return cuda_graph(torch)(step, count), count
+
+
+def reference(torch, replay, count: int, meter, flops: float) -> tuple[float, float]:
+    """(settled, first 0.6 s) TFLOP/s/W of the replays looped from idle for REFERENCE_S."""
     meter.start()
     started = time.perf_counter()
     marks = [(started, 0)]
     while time.perf_counter() - started < REFERENCE_S:
         for _ in range(10):
-            step()
+            replay()
         torch.cuda.synchronize()
-        marks.append((time.perf_counter(), marks[-1][1] + 10))
+        marks.append((time.perf_counter(), marks[-1][1] + 10 * count))
     meter.stop()
     updates = meter.updates()
     end = marks[-1][0]
@@ -75,7 +91,7 @@ def main() -> None:
     print("case | --energy TFLOP/s/W | span s | case s | reference (2 s on) | first 0.6 s | ratio")
     for case in CASES:
         flops = case.flops
-        step = gemm_step(torch, case, torch.bfloat16, "cuda", "normal")
+        replay, count = replayed(torch, gemm_step(torch, case, torch.bfloat16, "cuda", "normal"))
         for _ in range(args.repeats):
             time.sleep(IDLE_S)
             began = time.perf_counter()
@@ -86,7 +102,7 @@ def main() -> None:
                 flops / energy.seconds_per_iteration / 1e12 / (energy.joules / energy.seconds)
             )
             time.sleep(IDLE_S)
-            settled, first = reference(torch, step, meter, flops)
+            settled, first = reference(torch, replay, count, meter, flops)
             print(f"{case.label} | {measured:.3f} | {energy.seconds:.2f} | {took:.2f} | "
                   f"{settled:.3f} | {first:.3f} | {measured / settled:.3f}",
                   flush=True)  # fmt: skip

@@ -11,9 +11,10 @@ read's length. NVML is reached through the one gateway.
 Which two updates: at its power limit an H100 does not settle. From idle it holds ~780 W for
 ~0.8 s, then swings between ~510 and ~790 W about once a second, its pace with it
 (docs/results/energy-window-h100.txt), so a fixed window reads a phase: 0.93 TFLOP/s/W from the
-high one where whole swings give ~0.98. `power_window` reads whole swings where the power
-swings, and the whole run where it holds; at the limit it waits long enough for a controller
-to have started swinging before it trusts a power that holds.
+high one where whole swings give ~0.98. An H200 from idle draws past its limit for a moment
+and then holds at it. `power_window` reads whole swings where the power swings, and the
+longest stretch up to the end where it holds; at the limit it waits long enough for a
+controller to have started swinging before it trusts a power that holds.
 """
 
 from __future__ import annotations
@@ -29,16 +30,22 @@ from dltui.telemetry.nvml import NvmlGateway
 Update = tuple[float, float]
 """(host seconds on time.perf_counter, joules): a moment the counter moved, and to what."""
 
-READING_S = 0.3
+Reading = tuple[float, float, float]
+"""(from, to, watts): the power between two updates READING_S or more apart."""
+
+
+READING_S = 0.5
 """Each reading of the power spans this much at the least: the counter moves every ~100 ms and
 the meter may see a move late (one ~20 ms late in an H100's trace), so a reading over one
 interval would swing by itself."""
-BAND = 0.08
+BAND = 0.05
 """The power holds while every reading is within this share of its mean (a move seen 20 ms
-late moves a 0.3 s reading by 7%), and swings where it goes past it both ways (the H100's
-±21% reads as ±18% over 0.3 s)."""
+late moves a reading by 4%), and swings where it goes past it both ways (the H100's ±21%
+reads as ±14% over READING_S)."""
 AT_LIMIT = 0.95
-"""A mean power at this share of the enforced limit or more is at the limit."""
+"""A GPU whose power reached this share of its enforced limit is at the limit."""
+HOLD_S = 0.4
+"""A power that holds is read over this long at the least: four of the counter's moves."""
 HOLD_AT_LIMIT_S = 1.5
 """At the limit, a power that holds is trusted only over this long: the H100's controller
 started swinging after 0.8 s from idle."""
@@ -59,15 +66,31 @@ def power_window(
     rises = _rises(readings, mean)
     if len(rises) > SWINGS or (final and len(rises) > 1):
         return rises[0], rises[-1]
-    if final:
-        return t0, t1
-    holds = all(abs(power - mean) <= BAND * mean for _, power in readings)
-    at_limit = limit_w is not None and mean >= AT_LIMIT * limit_w
-    return (t0, t1) if holds and (not at_limit or t1 - t0 >= HOLD_AT_LIMIT_S) else None
+    highest = max([mean, *(power for _, _, power in readings)])
+    at_limit = limit_w is not None and highest >= AT_LIMIT * limit_w
+    held = _held(updates, readings, HOLD_AT_LIMIT_S if at_limit else HOLD_S)
+    return held if held is not None or not final else (t0, t1)
 
 
-def _readings(updates: Sequence[Update]) -> list[tuple[float, float]]:
-    """(t, watts): at each update, the power since the last update READING_S or more before."""
+def _held(
+    updates: Sequence[Update], readings: list[Reading], at_least: float
+) -> tuple[float, float] | None:
+    """The longest span up to the last update, `at_least` long, over which the power held
+    within the band of its mean: a first overshoot from idle, before the controller pulls the
+    clocks down, is left out."""
+    t1, e1 = updates[-1]
+    for t0, e0 in updates[:-1]:
+        if t1 - t0 < at_least:
+            return None  # later starts are shorter still
+        mean = (e1 - e0) / (t1 - t0)
+        inside = [power for start, _, power in readings if start >= t0]
+        if all(abs(power - mean) <= BAND * mean for power in inside):
+            return t0, t1
+    return None
+
+
+def _readings(updates: Sequence[Update]) -> list[Reading]:
+    """At each update, the power since the last update READING_S or more before it."""
     readings = []
     start = 0
     for k in range(1, len(updates)):
@@ -75,11 +98,11 @@ def _readings(updates: Sequence[Update]) -> list[tuple[float, float]]:
             start += 1
         (ta, ea), (tb, eb) = updates[start], updates[k]
         if tb - ta >= READING_S:
-            readings.append((tb, (eb - ea) / (tb - ta)))
+            readings.append((ta, tb, (eb - ea) / (tb - ta)))
     return readings
 
 
-def _rises(readings: list[tuple[float, float]], mean: float) -> list[float]:
+def _rises(readings: list[Reading], mean: float) -> list[float]:
     """When the power crossed `mean` going up on its way past the band above it, after it had
     fallen below the band from above it: once a swing, each at the same phase of it (the
     readings' lag is the same at every one). A ramp from idle up to the first high is no
@@ -87,7 +110,7 @@ def _rises(readings: list[tuple[float, float]], mean: float) -> list[float]:
     rises = []
     was_high = low = False
     crossed = 0.0
-    for (ta, a), (tb, b) in itertools.pairwise(readings):
+    for (_, ta, a), (_, tb, b) in itertools.pairwise(readings):
         if a <= mean < b:
             crossed = ta + (tb - ta) * (mean - a) / (b - a)
         if b > (1 + BAND) * mean:

@@ -49,3 +49,16 @@ def test_swings_are_read_between_rises_after_a_first_high():
     assert 1.3 <= begin < 1.6  # the readings lag the climb by up to READING_S
     joules = formulas.at(updates, end) - formulas.at(updates, begin)
     assert joules / (end - begin) == pytest.approx(650.0, rel=0.005)  # their mean, not a phase
+
+
+def test_a_first_overshoot_from_idle_is_left_out_where_the_power_then_holds():
+    """An H100 from idle drew ~780 W for a moment against its 700 W limit; where the power then
+    holds, the span starts once the readings hold. What of the overshoot is within the band
+    stays in: at most the band times its share of the span."""
+    updates = counter([780.0] * 4 + [698.0] * 16)
+    whole = updates[-1][1] / updates[-1][0]
+    assert whole == pytest.approx(714.4)  # 2.3% over what it holds at
+    begin, end = power_window(updates, limit_w=700.0)
+    assert begin > 0.0 and end == pytest.approx(2.0) and end - begin >= HOLD_AT_LIMIT_S
+    joules = formulas.at(updates, end) - formulas.at(updates, begin)
+    assert joules / (end - begin) == pytest.approx(698.0, rel=0.015)
