@@ -5,10 +5,10 @@ on an H200 near idle and gave 6.8 TFLOP/s/W (the GPU peaks near 1.4): the sample
 case. The energy counter covers the work itself, but on the H200 it moves only every 100 ms
 (benchmarks/energy_counter.py), so two reads at arbitrary times are off by up to a step: 20%
 over 0.25 s. The meter polls it on a thread of its own (a read takes ~3.5 ms) and keeps the
-moments it moved: joules between two updates, over the time between them, are right to a
+moments it moved: joules between two of them, over the time between them, are right to a
 read's length. NVML is reached through the one gateway.
 
-Which two updates: at its power limit an H100 does not settle. From idle it holds ~780 W for
+Which span: at its power limit an H100 does not settle. From idle it holds ~780 W for
 ~0.8 s, then swings between ~510 and ~790 W about once a second, its pace with it
 (docs/results/energy-window-h100.txt), so a fixed window reads a phase: 0.93 TFLOP/s/W from the
 high one where whole swings give ~0.98. An H200 from idle draws past its limit for a moment
@@ -149,8 +149,8 @@ class GpuEnergyMeter:
             last = joules
 
     def window(self, final: bool = False) -> tuple[float, float, float] | None:
-        """(begin, end, joules): two updates' host times and the joules between them, where
-        `power_window` says to read them."""
+        """(begin, end, joules): the span `power_window` chose, and the counter's joules
+        across it."""
         updates = self.updates()
         span = power_window(updates, self.limit_w, final)
         if span is None:

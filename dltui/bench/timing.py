@@ -81,7 +81,7 @@ class Energy:
 
     joules: float
     seconds: float
-    """The span the joules cover: between two updates of the GPU's energy counter."""
+    """The span the joules cover, as the meter chose it (whole swings of a power that swings)."""
     seconds_per_iteration: float
     """The kernel's time under that sustained load (its clock may sit below the burst's)."""
 
