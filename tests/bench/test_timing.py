@@ -65,16 +65,13 @@ class SimulatedGpu:
 
 
 class Steady:
-    """A GPU that draws `watts` and runs at its kernels' pace whatever the time."""
+    """A GPU that draws `watts` whatever the time."""
 
     def __init__(self, watts: float) -> None:
         self.watts = watts
 
     def joules(self, t: float) -> float:
         return self.watts * t
-
-    def speed(self, t: float) -> float:
-        return 1.0
 
 
 class Swinging:
@@ -110,13 +107,8 @@ class Meter:
 
     def __init__(self, gpu: SimulatedGpu, draw: Steady | Swinging, step_s: float = 0.1,
                  limit_w: float | None = None, moves: bool = True) -> None:  # fmt: skip
-        self.gpu, self.draw, self.step_s, self.limit_w, self.moves = (
-            gpu,
-            draw,
-            step_s,
-            limit_w,
-            moves,
-        )
+        self.gpu, self.draw, self.step_s = gpu, draw, step_s
+        self.limit_w, self.moves = limit_w, moves
         self.started_at: float | None = None
 
     def start(self) -> None:
