@@ -72,6 +72,18 @@ def power_window(
     return held if held is not None or not final else (t0, t1)
 
 
+def read_window(
+    updates: Sequence[Update], limit_w: float | None, final: bool = False
+) -> tuple[float, float, float] | None:
+    """(begin, end, joules): the span `power_window` chose, and the counter's joules across
+    it (between its updates where an end falls between them)."""
+    span = power_window(updates, limit_w, final)
+    if span is None:
+        return None
+    begin, end = span
+    return begin, end, formulas.at(updates, end) - formulas.at(updates, begin)
+
+
 def _held(
     updates: Sequence[Update], readings: list[Reading], at_least: float
 ) -> tuple[float, float] | None:
@@ -149,14 +161,7 @@ class GpuEnergyMeter:
             last = joules
 
     def window(self, final: bool = False) -> tuple[float, float, float] | None:
-        """(begin, end, joules): the span `power_window` chose, and the counter's joules
-        across it."""
-        updates = self.updates()
-        span = power_window(updates, self.limit_w, final)
-        if span is None:
-            return None
-        begin, end = span
-        return begin, end, formulas.at(updates, end) - formulas.at(updates, begin)
+        return read_window(self.updates(), self.limit_w, final)
 
     def updates(self) -> list[Update]:
         """The counter's moves seen since `start`."""

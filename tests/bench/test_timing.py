@@ -13,9 +13,8 @@ import math
 import pytest
 
 from dltui.bench import timing
-from dltui.bench.energy import HOLD_AT_LIMIT_S, SWINGS, power_window
+from dltui.bench.energy import HOLD_AT_LIMIT_S, SWINGS, read_window
 from dltui.bench.timing import Budget
-from dltui.plans import formulas
 
 
 class SimulatedGpu:
@@ -120,11 +119,7 @@ class Meter:
         last = math.floor(self.gpu.host / self.step_s)
         moments = [k * self.step_s for k in range(first, last + 1)] if self.moves else []
         updates = [(t, self.draw.joules(t)) for t in moments]
-        span = power_window(updates, self.limit_w, final)
-        if span is None:
-            return None
-        begin, end = span
-        return begin, end, formulas.at(updates, end) - formulas.at(updates, begin)
+        return read_window(updates, self.limit_w, final)
 
     def stop(self) -> None:
         pass
