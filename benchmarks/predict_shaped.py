@@ -142,13 +142,14 @@ class Runner:
                     *self._agents(range(1, hosts + 1)), "--json", str(out))  # fmt: skip
         return out
 
-    def predict(self, profile: Path, curves: list[Path], hosts: int) -> float:
+    def predict(self, profile: Path, curves: list[Path], hosts: int) -> dict[str, Any]:
+        """`dltui predict`'s row for `hosts` servers of one process each."""
         done = self._dltui("predict", str(profile), *map(str, curves), "--layouts",
                            f"{hosts}x1", "--json", "-")  # fmt: skip
         (row,) = json.loads(done.stdout)["rows"]
         if row["predicted_images_per_s"] is None:
             raise RuntimeError(f"no prediction: {row['missing']}")
-        return float(row["predicted_images_per_s"])
+        return dict(row)
 
 
 def measured_rate(path: Path) -> float:
@@ -158,6 +159,30 @@ def measured_rate(path: Path) -> float:
 def step_times(path: Path) -> list[float]:
     """Seconds per timed step: where a rate is off, whether one step was (a stall) or all."""
     return [round(float(step), 3) for step in _model(path)["step_times"]]
+
+
+def inputs(profile: Path, curve: Path, prediction: dict[str, Any]) -> dict[str, object]:
+    """What a prediction was made of, rounded: where one is off, which input was — the
+    predicted step and its communication, the profile's wrapper overhead (a fraction of its
+    step), and the curve's seconds and compute lost per size (bytes: (median s, lost s))."""
+    overhead = (_model(profile).get("profile") or {}).get("overhead")
+    sizes = {}
+    for result in json.loads(curve.read_text())["results"]:
+        if result.get("kind") == "allreduce" and not result.get("error"):
+            lost = result.get("compute_lost_s")
+            sizes[result["params"]["bytes"]] = (
+                round(result["median_s"], 4),
+                None if lost is None else round(lost, 4),
+            )
+    return {"step_s": round(prediction["predicted_step_s"], 3),
+            "communication_s": round(prediction["predicted_communication_s"], 3),
+            "overhead": overhead, "curve": sizes}  # fmt: skip
+
+
+def hosts_of(curve: Path) -> int:
+    """How many hosts a curve's all-reduces ran across."""
+    results = json.loads(curve.read_text())["results"]
+    return max(int(result["params"]["servers"]) for result in results)
 
 
 def _model(path: Path) -> dict[str, Any]:
@@ -182,6 +207,7 @@ def compare(
     measured: dict[int, list[float]] = {n: [] for n in hosts}
     one_host: dict[int, list[float]] = {n: [] for n in hosts}
     steps: dict[int, list[dict[str, list[float]]]] = {n: [] for n in hosts}
+    made_of: dict[int, list[dict[str, object]]] = {n: [] for n in hosts}
     for repeat in range(repeats):
         for n in hosts:
             profile = runner.profile(workload, n)
@@ -189,7 +215,10 @@ def compare(
             trained = runner.train(workload, n)
             measured[n].append(measured_rate(trained))
             steps[n].append({"one_host": step_times(profile), "measured": step_times(trained)})
-            predicted[n].append(runner.predict(profile, curves, n))
+            prediction = runner.predict(profile, curves, n)
+            predicted[n].append(float(prediction["predicted_images_per_s"]))
+            curve = max((path for path in curves if hosts_of(path) <= n), key=hosts_of)
+            made_of[n].append(inputs(profile, curve, prediction))
             say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
                 f"{measured[n][-1]:.3g}, predicted {predicted[n][-1]:.3g} images/s")  # fmt: skip
     rows = []
@@ -207,6 +236,7 @@ def compare(
             "measured_runs": measured[n],
             "one_host_runs": one_host[n],
             "step_s": steps[n],
+            "predicted_from": made_of[n],
         })  # fmt: skip
     return rows
 

@@ -16,8 +16,9 @@ from tests.conftest import SLOW, require
 from tests.netns import unavailable
 
 REASON = unavailable()
-SAID = ("config", "predicted_runs", "measured_runs", "one_host_runs", "step_s")
-"""What a failure shows: each run's rate, and each step's seconds (a stall, or all steps)."""
+SAID = ("config", "predicted_runs", "measured_runs", "one_host_runs", "step_s", "predicted_from")
+"""What a failure shows: each run's rate, each step's seconds (a stall, or all steps), and what
+each prediction was made of (which input was off)."""
 pytestmark = [pytest.mark.skipif(REASON is not None, reason=REASON or ""), SLOW]
 
 
