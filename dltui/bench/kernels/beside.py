@@ -5,8 +5,9 @@ process, on the same CPUs (a cgroup's quota on a test host, a container's elsewh
 that costs backward is not the collective's own CPU time: the kernel's network stack, thread
 wake-ups and a quota spent early all land on the compute. So it is measured as training meets
 it: a fixed piece of compute (matrix products on the rank's own threads, as a convolution's
-are), timed alone and then with the collective started just before it; the difference is
-what one call of the collective costs the compute beside it.
+are), timed alone, then with the collective started just before it, then alone again; what the
+middle one took over the two alone is what one call of the collective costs the compute beside
+it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 from dltui.plans.formulas import median
 
 PAIRS = 5
-"""Alone/beside pairs per size at most: the difference of two noisy times needs a median."""
+"""Computes beside the collective per size at most (each between two alone): the difference
+of noisy times needs a median."""
 PROBE_S = 10.0
 """Pairs are taken for this long at least (or the size's own budget, if longer): a timing
 budget of a second left one pair at the sizes that carry gradients, and one pair is as noisy
@@ -65,27 +67,38 @@ class Probe:
         collective too long to measure so. `start()` launches one call of the collective and
         returns what `.wait()`s for it; `collective_s` is its time alone; `agree` takes each
         value's maximum over the ranks (a collective itself: it also lines the ranks up
-        before each timing). Pairs are taken until `budget_s` or PROBE_S is spent,
-        whichever is longer (one at least, PAIRS at most), the ranks agreeing on when, or
-        their collectives would no longer match."""
+        before each timing). Computes beside it, each followed by one alone, are taken until
+        `budget_s` or PROBE_S is spent, whichever is longer (one at least, PAIRS at most), the
+        ranks agreeing on when, or their collectives would no longer match."""
         wanted = max(COMPUTE_SPAN * collective_s, MIN_COMPUTE_S)
         if 2 * wanted > MAX_PAIR_S:
             return None
         # The same length on every rank: each then waits for the others about as long.
         products = int(agree([float(math.ceil(wanted / max(self.product_s, 1e-6)))])[0])
-        lost: list[float] = []
+        agree([0.0])
+        alone = [self.compute(products)]
+        beside: list[float] = []
         began = time.perf_counter()
-        while len(lost) < PAIRS:
-            if lost and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
+        while len(beside) < PAIRS:
+            if beside and agree([time.perf_counter() - began])[0] >= max(budget_s, PROBE_S):
                 break
             agree([0.0])
-            alone = self.compute(products)
-            agree([0.0])
             handle = start()
-            beside = self.compute(products)
+            beside.append(self.compute(products))
             handle.wait()
-            lost.append(beside - alone)
+            agree([0.0])
+            alone.append(self.compute(products))
+        lost = excess(alone, beside)
         return max(agree([median(lost)])[0], 0.0)
+
+
+def excess(alone: list[float], beside: list[float]) -> list[float]:
+    """Each compute beside the collective less the mean of the compute alone just before it and
+    just after it (`alone` holds one more than `beside`): a load that grows or eases while they
+    run (other processes on the machine) moves both sides alike, where a pair's one side read
+    it as lost."""
+    pairs = zip(beside, alone[:-1], alone[1:], strict=True)
+    return [took - (before + after) / 2 for took, before, after in pairs]
 
 
 def seconds_per_product(compute: Callable[[int], float]) -> float:
