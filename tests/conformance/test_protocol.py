@@ -274,11 +274,30 @@ def test_a_rate_between_ticks_is_kept_on_average(plain, connect):
     peer.handshake()
     wanted = rate * 0.7  # 7 Hz from a 10 Hz agent
     peer.send({"type": "subscribe", "seq": 1, "rate_hz": wanted})
-    samples = samples_spanning(peer, 3.0)
+    samples, made = on_time_window(peer, fastest, rate)
     span = samples[-1]["mono"] - samples[0]["mono"]
-    assert (len(samples) - 1) / span == pytest.approx(wanted, rel=0.15)
+    assert (len(samples) - 1) / span == pytest.approx(wanted, rel=0.15), made
     ticks = [b["seq"] - a["seq"] for a, b in pairwise(samples)]
     assert set(ticks) <= {1, 2, 3} and statistics.mean(ticks) == pytest.approx(1 / 0.7, rel=0.15)
+
+
+def on_time_window(peer: Peer, fastest: Peer, rate: float) -> tuple[list[dict], list[float]]:
+    """The first 3 s of `peer`'s samples in which the agent made its ticks on time (seq counts
+    the ticks it made; a starved agent drops the ones it missed, and a window of those says
+    nothing of how a slower subscriber's share is kept), of ten at most; and the agent's own
+    rate in each window tried. `fastest`, subscribed at the agent's rate, is read as far along
+    so that its samples do not pile up unread."""
+    made: list[float] = []
+    for _ in range(10):
+        samples = samples_spanning(peer, 3.0)
+        while fastest.receive_until("sample")[0]["mono"] < samples[-1]["mono"]:
+            pass
+        made.append(
+            (samples[-1]["seq"] - samples[0]["seq"]) / (samples[-1]["mono"] - samples[0]["mono"])
+        )
+        if made[-1] >= 0.9 * rate:
+            return samples, made
+    raise AssertionError(f"the agent never made its {rate:g} ticks a second for 3 s: {made}")
 
 
 def test_ping_pong(client):
