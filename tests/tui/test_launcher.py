@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+from pathlib import Path
 
 from textual.widgets import Input, RadioButton, Select, SelectionList
 
@@ -22,9 +23,20 @@ require("torch")
 LIVE = LIVE_CPU
 
 
-def choose_plan(screen: LauncherScreen, key: str) -> None:
+async def choose_plan(pilot, screen: LauncherScreen, key: str) -> None:
+    """Press a plan's button; back once the launcher's choice is that plan (the button's
+    change reaches the launcher a moment later)."""
     (button,) = [b for b in screen.query(RadioButton) if b.name == key]
     button.value = True
+    await wait_until(pilot, lambda: screen.choice().plan == key)
+
+
+async def type_plan_file(pilot, launcher: LauncherScreen, path: Path) -> None:
+    """A plan file's name in its box; back once the launcher has chosen the file, as a key
+    typed there makes it do (the box's change is handled a moment later: `s` pressed before
+    it started the plan chosen before)."""
+    launcher.query_one("#plan-file", Input).value = str(path)
+    await wait_until(pilot, lambda: launcher.choice().plan == "file")
 
 
 async def open_launcher(pilot) -> LauncherScreen:
@@ -40,7 +52,7 @@ async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tm
         launcher = await open_launcher(pilot)
         servers = launcher.query_one("#servers", SelectionList)
         assert servers.selected == ["local"]  # the live server, chosen already
-        choose_plan(launcher, "smoke")
+        await choose_plan(pilot, launcher, "smoke")
         launcher.query_one("#device", Select).value = "cpu"
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None)
@@ -96,20 +108,18 @@ async def test_a_bad_choice_says_why_and_keeps_the_form(tmp_path) -> None:
     app = create_app([parse_target("local")])
     async with app.run_test(size=(100, 30)) as pilot:
         launcher = await open_launcher(pilot)
-        choose_plan(launcher, "scale_out")
+        await choose_plan(pilot, launcher, "scale_out")
         await pilot.press("s")
         await wait_for_text(pilot, "needs at least two agents")
         assert app.bench_run is None
 
         bad = tmp_path / "bad.toml"
         bad.write_text("[kernels]\nset = 'enormous'\n")
-        launcher.query_one("#plan-file", Input).value = str(bad)
-        await pilot.pause()
-        assert launcher.choice().plan == "file"  # typing a file name chose the file
+        await type_plan_file(pilot, launcher, bad)  # typing a file name chooses the file
         await pilot.press("s")
         # The error names the file, so where it wraps depends on pytest's tmp path.
         await wait_for_text(pilot, r"unknown[\s│]+shape[\s│]+set[\s│]+'enormous'")
-        launcher.query_one("#plan-file", Input).value = str(tmp_path / "missing.toml")
+        await type_plan_file(pilot, launcher, tmp_path / "missing.toml")
         await pilot.press("s")
         await wait_for_text(pilot, "cannot read plan")
         assert app.bench_run is None and launcher.query_one("#form").display
@@ -119,7 +129,8 @@ async def test_x_cancels_a_run_on_the_agent() -> None:
     app = create_app([parse_target("local")])
     async with app.run_test(size=(100, 30)) as pilot:
         launcher = await open_launcher(pilot)
-        choose_plan(launcher, "full")  # an hour on this CPU: it is still running when cancelled
+        # An hour on this CPU: it is still running when cancelled.
+        await choose_plan(pilot, launcher, "full")
         launcher.query_one("#device").value = "cpu"
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None and app.bench_run.jobs())
@@ -144,7 +155,7 @@ async def test_a_training_plan_from_a_file_runs_and_its_figures_show(tmp_path) -
     app = create_app([parse_target("local")])
     async with app.run_test(size=(120, 40)) as pilot:
         launcher = await open_launcher(pilot)
-        launcher.query_one("#plan-file", Input).value = str(plan)
+        await type_plan_file(pilot, launcher, plan)
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None)
         run = app.bench_run
@@ -178,7 +189,7 @@ async def test_a_transformer_plan_shows_tokens_mfu_and_the_attention_backend(tmp
     app = create_app([parse_target("local")])
     async with app.run_test(size=(150, 40)) as pilot:
         launcher = await open_launcher(pilot)
-        launcher.query_one("#plan-file", Input).value = str(plan)
+        await type_plan_file(pilot, launcher, plan)
         await pilot.press("s")
         await wait_until(pilot, lambda: app.bench_run is not None)
         run = app.bench_run
