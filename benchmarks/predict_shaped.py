@@ -179,12 +179,6 @@ def inputs(profile: Path, curve: Path, prediction: dict[str, Any]) -> dict[str, 
             "overhead": overhead, "curve": sizes}  # fmt: skip
 
 
-def hosts_of(curve: Path) -> int:
-    """How many hosts a curve's all-reduces ran across."""
-    results = json.loads(curve.read_text())["results"]
-    return max(int(result["params"]["servers"]) for result in results)
-
-
 def _model(path: Path) -> dict[str, Any]:
     (model,) = json.loads(path.read_text())["models"]
     if model.get("error"):
@@ -199,10 +193,11 @@ def compare(
     workload: Workload,
     hosts: list[int],
     repeats: int,
-    curves: list[Path],
+    curves: dict[int, Path],
     say: Callable[[str], None],
 ) -> list[dict[str, object]]:
-    """Rows for one workload at one rate: each host count's medians over the repeats."""
+    """Rows for one workload at one rate: each host count's medians over the repeats.
+    `curves`: the all-reduce curve across each number of hosts measured."""
     predicted: dict[int, list[float]] = {n: [] for n in hosts}
     measured: dict[int, list[float]] = {n: [] for n in hosts}
     one_host: dict[int, list[float]] = {n: [] for n in hosts}
@@ -215,10 +210,10 @@ def compare(
             trained = runner.train(workload, n)
             measured[n].append(measured_rate(trained))
             steps[n].append({"one_host": step_times(profile), "measured": step_times(trained)})
-            prediction = runner.predict(profile, curves, n)
+            prediction = runner.predict(profile, list(curves.values()), n)
             predicted[n].append(float(prediction["predicted_images_per_s"]))
-            curve = max((path for path in curves if hosts_of(path) <= n), key=hosts_of)
-            made_of[n].append(inputs(profile, curve, prediction))
+            used = curves[max(across for across in curves if across <= n)]  # as predict's
+            made_of[n].append(inputs(profile, used, prediction))
             say(f"  {rate} {workload.name} {n} hosts, repeat {repeat + 1}: measured "
                 f"{measured[n][-1]:.3g}, predicted {predicted[n][-1]:.3g} images/s")  # fmt: skip
     rows = []
@@ -274,7 +269,7 @@ def run(
             for rate in rates:
                 for host in range(1, max(hosts) + 1):
                     cluster.shape(host, rate)
-                curves = {framework: [runner.curve(framework, n) for n in hosts if n > 1]
+                curves = {framework: {n: runner.curve(framework, n) for n in hosts if n > 1}
                           for framework in frameworks}  # fmt: skip
                 for workload in workloads(frameworks, ratios):
                     rows += compare(runner, cluster, rate, workload, hosts, repeats,
