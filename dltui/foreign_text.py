@@ -1,12 +1,11 @@
 """Foreign text: what an agent, a recording, /proc or NVML says, made safe to show.
 
 A name is data, never markup or a terminal command. Every printer, widget and report writer
-passes such text through `shown` (a terminal line, a file) or `shown_markup` (where Textual
-parses markup: border titles, labels, table cells): bytes are decoded with replacement, text
-that cannot be encoded (lone surrogates from /proc's bytes) is replaced, control characters
-and escape sequences are made visible (ESC as `\\x1b`), and the length is bounded. Pure, so the
-agent and every client side may use it; headless (no Textual here: the markup escape is
-written for Textual's grammar; Rich's, in a DataTable's cells, is avoided with `Text`).
+passes such text through `shown`, or a whole message through `clean`: bytes are decoded with
+replacement, text that cannot be encoded (lone surrogates from /proc's bytes) is replaced,
+control characters and escape sequences are made visible (ESC as `\\x1b`), and the length is
+bounded. Markup is the widgets' part: foreign text reaches Textual as `Content` or Rich `Text`,
+never as markup. Pure, so the agent and every client side may use it; headless.
 """
 
 from __future__ import annotations
@@ -56,17 +55,6 @@ def shown(text: str | bytes | None, limit: int = LIMIT) -> str:
         visible.append(piece)
         length += len(piece)
     return "".join(visible)
-
-
-def shown_markup(text: str | bytes | None, limit: int = LIMIT) -> str:
-    """`shown`, escaped for Textual's markup: it reads as itself there."""
-    return escape_markup(shown(text, limit))
-
-
-def escape_markup(text: str) -> str:
-    """Text that Textual's markup shows as itself: a backslash before `[` makes it literal
-    (and a backslash anywhere else is itself)."""
-    return text.replace("[", "\\[")
 
 
 def _visible(char: str) -> str:

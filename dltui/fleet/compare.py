@@ -30,7 +30,6 @@ REFERENCE = "reference"
 Metric = Literal["rate", "per_watt", "efficiency"]
 METRICS: tuple[Metric, ...] = ("rate", "per_watt", "efficiency")
 METRIC_WORDS = {"rate": "throughput", "per_watt": "per watt", "efficiency": "scaling efficiency"}
-EXPORT_FORMATS = (".csv", ".json")
 
 
 class ExportError(UsageError):

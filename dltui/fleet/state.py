@@ -127,10 +127,6 @@ class ServerView:
     def latest_job(self) -> JobView | None:
         return next(reversed(self.jobs.values()), None)
 
-    def host_last(self, name: str) -> float | None:
-        series = self.host.get(name)
-        return series.last() if series else None
-
     def _series(self, table: dict[str, Series], name: str) -> Series:
         series = table.get(name)
         if series is None:

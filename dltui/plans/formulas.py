@@ -73,12 +73,6 @@ def gbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e9
 
 
-def allreduce_busbw(algbw: float, ranks: int) -> float:
-    """nccl-tests' bus bandwidth: algbw × 2(n−1)/n, comparable across rank counts and with
-    the link's line rate."""
-    return collective_busbw("allreduce", algbw, ranks)
-
-
 def collective_busbw(op: str, algbw: float, ranks: int) -> float:
     """nccl-tests' bus bandwidth of each collective: all-reduce moves 2(n−1)/n of its bytes
     over each rank's link, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast all of

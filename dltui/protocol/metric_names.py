@@ -85,16 +85,6 @@ def field_metrics(scope: Literal["gpu", "host"]) -> dict[str, MetricSpec]:
     return derived[1]
 
 
-def gpu_metric(field: str) -> MetricSpec | None:
-    """A GPU field's metric; None for a field that has none (`throttle` is THROTTLE, one
-    point per reason)."""
-    return field_metrics("gpu").get(field)
-
-
-def host_metric(field: str) -> MetricSpec | None:
-    return field_metrics("host").get(field)
-
-
 GPU_UP = MetricSpec("dltui_gpu_up", "gauge", "1 while NVML answers for this GPU; 0 once it is "
                     "lost, or while a call to it has not returned", GPU_LABELS)  # fmt: skip
 THROTTLE = MetricSpec("dltui_gpu_throttle_reason", "gauge", "1 while NVML reports this clock "

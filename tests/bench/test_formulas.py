@@ -53,11 +53,11 @@ def test_rates():
 
 @pytest.mark.parametrize(("ranks", "factor"), [(2, 1.0), (4, 1.5), (8, 1.75), (16, 1.875)])
 def test_busbw_is_algbw_times_2_n_minus_1_over_n(ranks, factor):
-    assert formulas.allreduce_busbw(100.0, ranks) == pytest.approx(100.0 * factor)
+    assert formulas.collective_busbw("allreduce", 100.0, ranks) == pytest.approx(100.0 * factor)
 
 
 def test_busbw_of_one_rank_is_algbw():
-    assert formulas.allreduce_busbw(42.0, 1) == 42.0
+    assert formulas.collective_busbw("allreduce", 42.0, 1) == 42.0
 
 
 def test_scaling_efficiency():

@@ -40,7 +40,7 @@ async def test_local_agent_over_stdio_feeds_the_fleet():
         assert server.link == "live" and server.name == socket.gethostname()
         await wait_until(lambda: server.rtt is not None, what="a pong")
         assert 0 <= server.rtt < 1.0 and abs(server.offset) < 1.0
-        assert server.host_last("cpu") is not None
+        assert server.host["cpu"].last() is not None
     finally:
         await connection.stop()
         task.cancel()

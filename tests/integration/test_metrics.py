@@ -23,7 +23,7 @@ from dltui.protocol.bench_plans import ModelPlan
 from dltui.protocol.bench_results import ModelResult
 from dltui.protocol.fields import THROTTLE_REASONS
 from dltui.protocol.messages import JobEnd, JobResult, Run, Sample, Subscribe
-from dltui.protocol.metric_names import gpu_metric, host_metric, model_points
+from dltui.protocol.metric_names import field_metrics, model_points
 from tests.agents import (
     OPENMETRICS,
     TINY,
@@ -51,7 +51,7 @@ async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_
     series, text = scrape(metrics_url(agent))
     host = welcome.inventory.hostname
     for field in sample.host.values:  # each tick's own values differ: all there, and one known
-        spec = host_metric(field)
+        spec = field_metrics("host").get(field)
         assert spec is not None and pick(series, spec.sample_name, hostname=host)
     assert one(series, "dltui_host_memory_total_bytes") == psutil.virtual_memory().total
     for gpu in sample.gpus:
@@ -59,7 +59,7 @@ async def test_the_metrics_are_the_values_the_agent_streams(agent_factory, fake_
         labels = {"hostname": host, "gpu": str(gpu.index), "uuid": info.uuid, "name": info.name}
         assert one(series, "dltui_gpu_up", **labels) == 1.0
         for field, value in gpu.values.items():
-            if (gpu_spec := gpu_metric(field)) is not None:
+            if (gpu_spec := field_metrics("gpu").get(field)) is not None:
                 assert one(series, gpu_spec.sample_name, **labels) == pytest.approx(
                     value * gpu_spec.scale
                 )

@@ -51,7 +51,7 @@ def test_the_cpu_recording_has_the_same_shape_of_session():
     job = server.latest_job
     assert job is not None and job.state == "done"
     assert {r.kind for r in job.results} == {"gemm", "allreduce"}
-    assert server.samples >= 50 and server.host_last("cpu") is not None
+    assert server.samples >= 50 and server.host["cpu"].last() is not None
     ends = [r.message for r in RecordingReader(FIXTURES / "cpu-kernels.dlrec")
             if isinstance(r.message, JobEnd)]  # fmt: skip
     assert len(ends) == 1

@@ -54,7 +54,7 @@ def test_fleet_builds_server_state_from_messages():
     assert server.gpus[1].state == "lost"
     # Agent time 130.5 with the agent 30 s ahead is client time 100.5.
     assert server.gpus[0].series["util_gpu"].last_time() == 100.5
-    assert server.host_last("cpu") == 50.0 and server.cpu_per_core == [40.0, 60.0]
+    assert server.host["cpu"].last() == 50.0 and server.cpu_per_core == [40.0, 60.0]
     fleet.apply("a:1", Pong(1, 0.0, 0.0, dropped=7))
     assert server.dropped == 7
 
