@@ -136,11 +136,3 @@ def _closed(connection: socket.socket) -> bool:
         return True
     finally:
         connection.setblocking(True)
-
-
-def _refused(url: str, context: ssl.SSLContext | None) -> bool:
-    try:
-        fetch(url, context)
-    except (urllib.error.URLError, ConnectionError, ssl.SSLError, TimeoutError):
-        return True
-    return False
