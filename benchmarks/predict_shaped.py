@@ -40,6 +40,11 @@ sys.path.insert(0, str(ROOT))
 from tests.netns import Cluster, unavailable  # noqa: E402
 
 SECRET = "a-secret-for-shaped-network-runs\n"
+PROFILE_STEPS = 3
+"""A one-host profile times this many times the steps of the run it predicts. It costs a
+fraction of that run (no link to wait on), and every prediction takes its mean step and the
+spread of its steps: one step stalled by other work among four moved both by a quarter
+(a profile's steps of 0.31, 0.44, 0.33 and 0.68 s predicted a run across hosts 16% slow)."""
 
 
 @dataclass(frozen=True)
@@ -116,18 +121,18 @@ class Runner:
         return out
 
     def profile(self, workload: Workload, hosts: int) -> Path:
-        """One-host runs on hosts 1 to `hosts` at once, each alone on its host; the one
-        nearest their mean rate (the slowest-rank term of the prediction is the step-to-step
-        spread; hosts alike but for noise should not add theirs). They start within a second
-        or so of each other: three more warm-up steps let every one be computing while any is
-        timed."""
+        """One-host runs on hosts 1 to `hosts` at once, each alone on its host and
+        PROFILE_STEPS times as long as the run across them; the one nearest their mean rate
+        (the slowest-rank term of the prediction is the step-to-step spread; hosts alike but
+        for noise should not add theirs). They start within a second or so of each other:
+        three more warm-up steps let every one be computing while any is timed."""
         outs = {host: self._out(f"{workload.framework}-{workload.model}-alone-{host}-of-{hosts}")
                 for host in range(1, hosts + 1)}  # fmt: skip
 
         def alone(host: int) -> None:
             self._dltui("bench", "models", *workload.args(), "--warmup", str(self.warmup + 3),
-                        "--steps", str(self.steps), *self._agents([host]), "--json",
-                        str(outs[host]))  # fmt: skip
+                        "--steps", str(self.steps * PROFILE_STEPS), *self._agents([host]),
+                        "--json", str(outs[host]))  # fmt: skip
 
         with ThreadPoolExecutor(hosts) as pool:
             list(pool.map(alone, outs))
