@@ -67,7 +67,8 @@ GPM_WINDOW = 1.0
 """Seconds between two readings of GPM metrics and link counters (telemetry/nvml_reads.py):
 each reading is the mean over that span."""
 RATE_FLOOR = 1e8
-"""B/s: below 100 MB/s a link is idle for deep learning; do not magnify the noise."""
+"""B/s: below 100 MB/s a link or a disk is idle for deep learning; do not magnify the noise
+(a quiet disk's few KB/s of logs would otherwise fill its chart)."""
 
 GPU_FIELDS = _table(
     FieldSpec("util_gpu", "%", "GPU utilization", "utilization",
@@ -162,9 +163,9 @@ HOST_FIELDS = _table(
     FieldSpec("net_tx", "B/s", "network transmit", "network_transmit",
               chart=ChartSpec("net ↑", floor=RATE_FLOOR), help="network transmit, all NICs"),
     FieldSpec("disk_read", "B/s", "disk read", "disk_read",
-              chart=ChartSpec("disk r"), help="read from every disk"),
+              chart=ChartSpec("disk r", floor=RATE_FLOOR), help="read from every disk"),
     FieldSpec("disk_write", "B/s", "disk write", "disk_write",
-              chart=ChartSpec("disk w"), help="written to every disk"),
+              chart=ChartSpec("disk w", floor=RATE_FLOOR), help="written to every disk"),
 )  # fmt: skip
 
 

@@ -118,6 +118,8 @@ def test_physical_scales():
     assert full_scale(gpu["clock_sm"], None, 345.0) == 2000.0
     assert full_scale(gpu["power"], 700.0, 80.0) == 700.0
     assert full_scale(host["net_rx"], None, 3e6) == 1e8  # a quiet link is not magnified
+    assert full_scale(host["disk_write"], None, 4096.0) == 1e8  # nor a disk writing its logs
+    assert full_scale(host["disk_read"], None, 2.3e9) == 2.5e9  # a dataset read is drawn whole
 
 
 def test_layout_chooses_panels_where_charts_get_two_rows_and_lines_up_columns():
