@@ -25,9 +25,9 @@ class BenchmarkRuns(AppPart):
     """Starting, following and cancelling `DltuiApp`'s benchmark run, and its results."""
 
     bench_run: BenchmarkRun | None = None
+    """The run started from the launcher, until the user starts a new one."""
     last_choice: Choice | None = None
     """The launcher's form as the last run was started from it."""
-    """The run started from the launcher, until the user starts a new one."""
 
     # --- starting a run ----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, replace
 
+from dltui.bench.cuda_guard import reported_gpus
 from dltui.bench.models import learning_rate
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, run_folder, supervise
@@ -69,7 +70,10 @@ class TrainJob:
 
 
 def label(job: TrainJob) -> str:
-    unit = "proc" if job.device == "cpu" else "GPU"
+    """'resnet50 torch on 1 GPU', 'alexnet tensorflow on 2 procs over 2 servers'. On "auto" the
+    GPUs NVML reports decide (cuda_guard refuses a run that would miss them)."""
+    on_cpu = job.device == "cpu" or (job.device == "auto" and reported_gpus() == 0)
+    unit = "proc" if on_cpu else "GPU"
     count = "all GPUs" if job.replicas == 0 else f"{job.replicas} {unit}{'s' * (job.replicas != 1)}"
     where = f" over {job.servers} servers" if job.servers > 1 else ""
     return f"{job.model} {job.framework} on {count}{where}"
