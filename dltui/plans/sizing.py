@@ -32,6 +32,15 @@ PASSES = {"gemm": 1, "conv": 3, "rnn": 2, "attention": 2}
 """Timed passes of each case: forward; forward, backward-data, backward-weights; forward and
 forward+backward (RNNs and attention)."""
 
+PROFILED_STEPS = 3
+"""Steps a one-replica torch CNN run's step profile takes the median of (the what-if's input)."""
+OVERHEAD_STEPS = 4
+"""Steps bare, then as many wrapped in DDP, whose medians give DDP's own cost."""
+PROFILE_STEPS = 1 + PROFILED_STEPS + 2 * OVERHEAD_STEPS + 1
+"""What a one-replica torch CNN run steps after its timed ones (bench/training/torch_train.py):
+an untimed eager step, the profiled ones, the bare ones, DDP's first (its buckets) and the
+wrapped ones. On a CPU that is as many again as the default 12 steps."""
+
 CPU_WARMUP, CPU_STEPS = 2, 10
 """Training steps on a CPU by default (a GPU's are the plan's: 10 and 100)."""
 CPU_BATCH = {"resnet50": 16, "vgg16": 8, "googlenet": 32, "alexnet": 32,
@@ -60,7 +69,7 @@ under the time bound. Attention searches four backends per pass: estimates, not 
 TINY_CASE_S = 0.5
 TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
 """Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core
-CPU in fp32 (AlexNet, batch 32: 7.6 images/s on a loaded one)."""
+CPU in fp32 (the four CNNs at 37-52 GFLOP/s: docs/results/run-estimates.md)."""
 COMPILE_S = {"gpu": 60.0, "cpu": 5.0}
 """Building a model before its first step: torch.compile takes a minute on a GPU."""
 REFERENCE_CORES = 2
@@ -132,5 +141,12 @@ def estimate_s(plan: Plan, inventory: Inventory) -> float:
             processes = gpus or max(len(inventory.gpus), 1)
             # CPU processes share the cores: each step's work grows with them.
             per_step = step * (processes if device == "cpu" else 1)
-            seconds += COMPILE_S[device] + (plan.warmup + plan.steps) * per_step
+            steps = plan.warmup + plan.steps + _profile_steps(plan, model, processes)
+            seconds += COMPILE_S[device] + steps * per_step
     return STARTUP_S[device] + seconds
+
+
+def _profile_steps(plan: ModelPlan, model: str, processes: int) -> int:
+    """Only torch profiles, a CNN, on one replica (TensorFlow's profile is its gradients' sizes)."""
+    profiled = plan.framework == "torch" and not gpt.is_gpt(model)
+    return PROFILE_STEPS if profiled and processes == 1 and plan.cluster is None else 0

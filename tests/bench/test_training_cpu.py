@@ -8,12 +8,14 @@ Tiny images and batches keep the suite fast; the GPU figures come from the devic
 
 from __future__ import annotations
 
+import io
 import math
 import os
 
 import pytest
 
 from dltui.bench.training import run_models
+from dltui.plans import sizing
 from dltui.plans.names import CNN_MODELS
 from dltui.plans.scaling import scaling
 from dltui.protocol.bench_plans import ModelPlan
@@ -156,3 +158,30 @@ def test_tensorflow_sizes_its_batch_from_the_gpu_memory_nvml_reports():
 
     memory = _gpu_memory()
     assert memory is None or memory > 0
+
+
+def test_a_one_process_torch_run_makes_the_steps_its_estimate_counts(monkeypatch):
+    """The launcher said 'about 4 min' for the CNN models on this 2-core CPU and they took 12:
+    a one-process torch run steps as many times again for its step profile (the what-if's
+    input) as the plan's 12. The trainer's steps, counted by a hook on the model's forward."""
+    require("torch")
+    from dltui.bench.models import torch_zoo
+    from dltui.bench.ranks import Reporter
+    from dltui.bench.training import TrainJob
+    from dltui.bench.training.torch_train import train as train_in_process
+
+    forwards = []
+    build = torch_zoo.build
+
+    def counted(name: str, classes: int):
+        model = build(name, classes)
+        model.register_forward_hook(lambda *_: forwards.append(1))
+        return model
+
+    monkeypatch.setattr(torch_zoo, "build", counted)
+    job = TrainJob("torch", "resnet20", "cpu", 1, 1, 2, None, None, None, 1, 2, 16, 10, 0.1,
+                   None, None, 0.2, 1, 60.0)  # fmt: skip
+    report = io.BytesIO()
+    train_in_process(job, Reporter(report, 0), lambda: False, 0, 1, "", 0)
+    assert b"profile" in report.getvalue()  # its result, with the profile those steps made
+    assert len(forwards) == job.warmup + job.steps + sizing.PROFILE_STEPS

@@ -3,6 +3,8 @@ own step counts, and the words say it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dltui.bench.shapes import cases
@@ -73,3 +75,20 @@ def test_a_run_across_servers_counts_the_baseline_the_first_server_runs_before_i
 def test_kernels_and_training_runs_in_one_launch_are_said_together() -> None:
     plans = [KernelPlan(shape_set="quick", kinds=["gemm"]), ModelPlan(models=["alexnet"])]
     assert describe_work(plans, box(1)).startswith("10 cases + 1 training run, about ")
+
+
+def test_a_one_replica_torch_run_counts_the_steps_its_profile_takes() -> None:
+    """torch profiles a CNN on one replica; TensorFlow, a run of two and a GPT model do not."""
+    alexnet = sizing.for_cpu(ModelPlan(models=["alexnet"], batch=32))
+    torch_s = sizing.estimate_s(alexnet, box(0))
+    tensorflow_s = sizing.estimate_s(replace(alexnet, framework="tensorflow"), box(0))
+    step_s = 3 * 0.72e9 * 32 / sizing.TRAIN_RATE["cpu"]  # 2 cores: the reference's
+    assert torch_s - tensorflow_s == pytest.approx(sizing.PROFILE_STEPS * step_s)
+    two = replace(alexnet, gpus=[2])
+    assert sizing.estimate_s(two, box(0)) == sizing.estimate_s(
+        replace(two, framework="tensorflow"), box(0)
+    )
+    gpt = sizing.for_cpu(ModelPlan(models=["gpt-tiny"]))
+    assert sizing.estimate_s(gpt, box(0)) == sizing.estimate_s(
+        replace(gpt, framework="tensorflow"), box(0)
+    )

@@ -38,12 +38,8 @@ from dltui.bench.training.settings import (
 from dltui.bench.training.torch_gpt_train import GptTrainer
 from dltui.plans.formulas import median
 from dltui.plans.gpt import is_gpt
+from dltui.plans.sizing import OVERHEAD_STEPS, PROFILED_STEPS
 from dltui.protocol.bench_results import ModelResult, StepProfile
-
-PROFILED_STEPS = 3
-"""Steps a profile takes the median of."""
-OVERHEAD_STEPS = 4
-"""Steps bare, then as many wrapped in DDP, whose medians give DDP's own cost."""
 
 
 def train(
