@@ -69,7 +69,7 @@ under the time bound. Attention searches four backends per pass: estimates, not 
 TINY_CASE_S = 0.5
 TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
 """Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core
-CPU in fp32 (the four CNNs at 37-52 GFLOP/s: docs/results/run-estimates.md)."""
+CPU in fp32 (the four CNNs at 36-51 GFLOP/s: docs/results/run-estimates.md)."""
 COMPILE_S = {"gpu": 60.0, "cpu": 5.0}
 """Building a model before its first step: torch.compile takes a minute on a GPU."""
 REFERENCE_CORES = 2
