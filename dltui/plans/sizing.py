@@ -39,7 +39,7 @@ OVERHEAD_STEPS = 4
 PROFILE_STEPS = 1 + PROFILED_STEPS + 2 * OVERHEAD_STEPS + 1
 """What a one-replica torch CNN run steps after its timed ones (bench/training/torch_train.py):
 an untimed eager step, the profiled ones, the bare ones, DDP's first (its buckets) and the
-wrapped ones. On a CPU that is as many again as the default 12 steps."""
+wrapped ones. On a CPU that is about as many again as the default 12 steps."""
 
 CPU_WARMUP, CPU_STEPS = 2, 10
 """Training steps on a CPU by default (a GPU's are the plan's: 10 and 100)."""
