@@ -161,8 +161,8 @@ def test_tensorflow_sizes_its_batch_from_the_gpu_memory_nvml_reports():
 
 
 def test_a_one_process_torch_run_makes_the_steps_its_estimate_counts(monkeypatch):
-    """The launcher said 'about 4 min' for the CNN models on this 2-core CPU and they took 12:
-    a one-process torch run steps as many times again for its step profile (the what-if's
+    """The launcher said 'about 4 min' for the CNN models on a 2-core CPU and they took 8: a
+    one-process torch run steps about as many times again for its step profile (the what-if's
     input) as the plan's 12. The trainer's steps, counted by a hook on the model's forward."""
     require("torch")
     from dltui.bench.models import torch_zoo
