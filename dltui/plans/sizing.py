@@ -58,15 +58,15 @@ STARTUP_S = {"gpu": 20.0, "cpu": 8.0}
 CASE_S = {
     "gpu": {"gemm": 0.8, "conv": 2.5, "rnn": 1.5, "attention": 3.0, "bandwidth": 1.5}
     | dict.fromkeys(COLLECTIVES, 0.7),
-    "cpu": {"gemm": 41.0, "conv": 10.0, "rnn": 60.0, "attention": 30.0, "bandwidth": 1.0}
+    "cpu": {"gemm": 41.0, "conv": 10.0, "rnn": 260.0, "attention": 30.0, "bandwidth": 1.0}
     | dict.fromkeys(COLLECTIVES, 1.0),
 }
 """Seconds per timed pass of a quick-set case: on an H200 (its recordings: 17 cases in 18 s),
-on a 2-core Xeon (GEMM and convolution measured: docs/results/run-estimates.md; a case whose
-iteration outlasts the time bound runs it about 17 times: warm-up, sizing, samples, and
-DeepBench's largest GEMM is 15 s an iteration in fp32 there, its long GRUs minutes). The full
-set's cases are of the same sizes; the tiny set's take well under the time bound. RNNs on a
-CPU and attention: estimates, not yet measured."""
+on a 2-core Xeon (docs/results/run-estimates.md: GEMM and convolution measured, RNNs
+measured in part; a case whose iteration outlasts the time bound runs it about 17 times:
+warm-up, sizing, samples, and DeepBench's largest GEMM is 15 s an iteration in fp32 there, its
+longest GRU's forward and backward 2.5 minutes). The full set's cases are of the same sizes;
+the tiny set's take well under the time bound. Attention: estimates, not yet measured."""
 TINY_CASE_S = 0.5
 TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
 """Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core

@@ -52,7 +52,7 @@ def test_a_cpu_gets_its_own_step_counts_unless_asked() -> None:
 def test_sizes_in_words() -> None:
     quick = KernelPlan(shape_set="quick", kinds=["gemm", "conv", "rnn"])
     assert describe_work([quick], box(1)).startswith("60 cases, about ")
-    assert describe_work([quick], box(0)).endswith(" min")  # DeepBench's shapes on a CPU
+    assert describe_work([quick], box(0)).endswith(" h")  # DeepBench's shapes on 2 cores
     runs = ModelPlan(models=["resnet50", "vgg16"], gpus=[1, 2])
     assert describe_work([runs], box(2)).startswith("4 training runs, about ")
     assert [estimated_duration(s) for s in (3, 40, 600, 9000)] == [
