@@ -65,8 +65,9 @@ CASE_S = {
 on a 2-core Xeon (docs/results/run-estimates.md: GEMM and convolution measured, RNNs
 measured in part; a case whose iteration outlasts the time bound runs it about 17 times:
 warm-up, sizing, samples, and DeepBench's largest GEMM is 15 s an iteration in fp32 there, its
-longest GRU's forward and backward 2.5 minutes). The full set's cases are of the same sizes;
-the tiny set's take well under the time bound. Attention: estimates, not yet measured."""
+longest GRU's forward and backward about 2.5 minutes by its FLOPs). The full set's cases are
+of the same sizes; the tiny set's take well under the time bound. Attention: estimates, not yet
+measured."""
 TINY_CASE_S = 0.5
 TRAIN_RATE = {"gpu": 80e12, "cpu": 0.05e12}
 """Useful FLOP/s of a training step: an H200 in bf16 (7,000 ResNet-50 images/s), a 2-core
