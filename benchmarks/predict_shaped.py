@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from tests.netns import Cluster, unavailable  # noqa: E402
 
 SECRET = "a-secret-for-shaped-network-runs\n"
-PROFILE_STEPS = 3
+PROFILE_LENGTH = 3
 """A one-host profile times this many times the steps of the run it predicts. It costs a
 fraction of that run (no link to wait on), and every prediction takes its mean step and the
 spread of its steps: one step stalled by other work among four moved both by a quarter
@@ -122,7 +122,7 @@ class Runner:
 
     def profile(self, workload: Workload, hosts: int) -> Path:
         """One-host runs on hosts 1 to `hosts` at once, each alone on its host and
-        PROFILE_STEPS times as long as the run across them; the one nearest their mean rate
+        PROFILE_LENGTH times as long as the run across them; the one nearest their mean rate
         (the slowest-rank term of the prediction is the step-to-step spread; hosts alike but
         for noise should not add theirs). They start within a second or so of each other:
         three more warm-up steps let every one be computing while any is timed."""
@@ -131,7 +131,7 @@ class Runner:
 
         def alone(host: int) -> None:
             self._dltui("bench", "models", *workload.args(), "--warmup", str(self.warmup + 3),
-                        "--steps", str(self.steps * PROFILE_STEPS), *self._agents([host]),
+                        "--steps", str(self.steps * PROFILE_LENGTH), *self._agents([host]),
                         "--json", str(outs[host]))  # fmt: skip
 
         with ThreadPoolExecutor(hosts) as pool:

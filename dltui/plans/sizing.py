@@ -36,7 +36,7 @@ PROFILED_STEPS = 3
 """Steps a one-replica torch CNN run's step profile takes the median of (the what-if's input)."""
 OVERHEAD_STEPS = 4
 """Steps bare, then as many wrapped in DDP, whose medians give DDP's own cost."""
-PROFILE_STEPS = 1 + PROFILED_STEPS + 2 * OVERHEAD_STEPS + 1
+PROFILE_EXTRA_STEPS = 1 + PROFILED_STEPS + 2 * OVERHEAD_STEPS + 1
 """What a one-replica torch CNN run steps after its timed ones (bench/training/torch_train.py):
 an untimed eager step, the profiled ones, the bare ones, DDP's first (its buckets) and the
 wrapped ones. On a CPU that is about as many again as the default 12 steps."""
@@ -151,4 +151,4 @@ def estimate_s(plan: Plan, inventory: Inventory) -> float:
 def _profile_steps(plan: ModelPlan, model: str, processes: int) -> int:
     """Only torch profiles, a CNN, on one replica (TensorFlow's profile is its gradients' sizes)."""
     profiled = plan.framework == "torch" and not gpt.is_gpt(model)
-    return PROFILE_STEPS if profiled and processes == 1 and plan.cluster is None else 0
+    return PROFILE_EXTRA_STEPS if profiled and processes == 1 and plan.cluster is None else 0

@@ -184,4 +184,4 @@ def test_a_one_process_torch_run_makes_the_steps_its_estimate_counts(monkeypatch
     report = io.BytesIO()
     train_in_process(job, Reporter(report, 0), lambda: False, 0, 1, "", 0)
     assert b"profile" in report.getvalue()  # its result, with the profile those steps made
-    assert len(forwards) == job.warmup + job.steps + sizing.PROFILE_STEPS
+    assert len(forwards) == job.warmup + job.steps + sizing.PROFILE_EXTRA_STEPS
