@@ -16,8 +16,8 @@ from dltui.fleet.state import GpuView, ServerView
 from dltui.formatting import fmt_short
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS, ChartSpec, Combine, FieldSpec
 from dltui.protocol.inventory import GpuInfo
+from dltui.tui.graph import Plot
 from dltui.tui.scales import full_scale, physical_top
-from dltui.tui.widgets.graph import Plot
 
 COLORS = {
     "util_gpu": "$success",

@@ -13,8 +13,8 @@ from typing import Literal, Protocol
 
 from dltui.recording.replay import ReplaySet, Track
 from dltui.tui.charts import Chart
+from dltui.tui.graph import WINDOWS
 from dltui.tui.layout import Layout
-from dltui.tui.widgets.graph import WINDOWS
 
 Mode = Literal["auto", "compact", "panels"]
 RUNNING_AT_END = "running when the recording ended"

@@ -11,9 +11,9 @@ import pytest
 from dltui.fleet.series import BUCKET_S, Series
 from dltui.protocol.fields import GPU_FIELDS, HOST_FIELDS
 from dltui.protocol.inventory import GpuInfo
+from dltui.tui.graph import area_rows, axis_labels, line_rows, time_axis
 from dltui.tui.layout import JOB_ROWS, plan
 from dltui.tui.scales import full_scale, nice_top, nvlink_bytes, pcie_bytes, physical_top
-from dltui.tui.widgets.graph import area_rows, axis_labels, line_rows, time_axis
 
 
 def test_cells_take_the_peak_of_each_stretch_and_stay_put_as_points_arrive():

@@ -15,7 +15,7 @@ from dltui.tui import create_app
 from dltui.tui.screens.detail import DetailScreen
 from dltui.tui.screens.events import EventsScreen
 from dltui.tui.screens.launcher import LauncherScreen
-from dltui.tui.widgets.spark import EVENT_MARK, cell_of, mark_events
+from dltui.tui.spark import EVENT_MARK, cell_of, mark_events
 from tests.fakes.messages import gpu_box_messages
 from tests.tui.pilot import screen_text, wait_for_text, wait_until
 

@@ -24,9 +24,9 @@ from dltui.fleet.compare import server_names
 from dltui.fleet.state import Fleet, ServerView
 from dltui.formatting import fmt_ratio, fmt_short
 from dltui.tui.charts import Chart, Frame, present, total_charts, total_latest, total_plot
+from dltui.tui.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_label
 from dltui.tui.view import MonitorView
 from dltui.tui.widgets.fitted_footer import FittedFooter
-from dltui.tui.widgets.graph import AXIS, GUTTER, axis_labels, line_rows, time_axis, window_label
 
 COLORS = ("#5fafff", "#ffaf5f", "#87d75f", "#d787d7", "#5fd7d7", "#ff5f5f", "#d7d75f", "#afafaf")
 """A colour per server, in order; more servers than colours are not drawn (filter with /)."""

@@ -9,9 +9,9 @@ from dltui.fleet.state import GpuView, ServerView
 from dltui.protocol.fields import throttle_reasons_in
 from dltui.tui import danger
 from dltui.tui.charts import Chart, gpu_info, gpu_plot
+from dltui.tui.graph import MARGIN, chart_lines, time_axis, window_label
 from dltui.tui.layout import split
 from dltui.tui.view import MonitorView
-from dltui.tui.widgets.graph import MARGIN, chart_lines, time_axis, window_label
 from dltui.tui.widgets.panel import FleetPanel
 
 

@@ -18,10 +18,10 @@ from dltui.formatting import fmt_short, gbps_figure, gib_figure
 from dltui.protocol.fields import GPU_FIELDS
 from dltui.tui import danger
 from dltui.tui.charts import gpu_info
+from dltui.tui.graph import MUTED
 from dltui.tui.scales import physical_top
-from dltui.tui.widgets.graph import MUTED
+from dltui.tui.spark import hbar
 from dltui.tui.widgets.panel import FleetPanel
-from dltui.tui.widgets.spark import hbar
 
 MAX_BAR = 16
 

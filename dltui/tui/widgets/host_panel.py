@@ -11,10 +11,10 @@ from textual.content import Content
 from dltui.fleet.state import ServerView
 from dltui.formatting import fmt_memory, fmt_memory_of, fmt_short
 from dltui.tui.charts import host_charts, total_plot
+from dltui.tui.graph import MUTED, chart_lines
 from dltui.tui.layout import CORE_LABEL, core_rows
-from dltui.tui.widgets.graph import MUTED, chart_lines
+from dltui.tui.spark import hbar, level_char
 from dltui.tui.widgets.panel import FleetPanel
-from dltui.tui.widgets.spark import hbar, level_char
 
 
 def core_style(percent: float) -> str:

@@ -16,10 +16,10 @@ from textual.widget import Widget
 
 from dltui.fleet.state import ServerView
 from dltui.tui.charts import Frame
+from dltui.tui.graph import MARGIN, plot_points
+from dltui.tui.spark import PhaseSpan, mark_events, phase_marks
 from dltui.tui.view import MonitorView
-from dltui.tui.widgets.graph import MARGIN, plot_points
 from dltui.tui.widgets.server_flags import event_times
-from dltui.tui.widgets.spark import PhaseSpan, mark_events, phase_marks
 
 RECENT_PHASES = 400  # more than fit a chart's hour, however short the cases
 DEFAULT_WIDTH = 34

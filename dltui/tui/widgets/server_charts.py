@@ -7,8 +7,8 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.tui.charts import total_plot
+from dltui.tui.graph import MARGIN, chart_lines, time_axis
 from dltui.tui.layout import filler_charts
-from dltui.tui.widgets.graph import MARGIN, chart_lines, time_axis
 from dltui.tui.widgets.panel import FleetPanel
 
 

@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from dltui.predict.whatif import Row
 from dltui.recording.whatif import WhatIfView, images
-from dltui.tui.widgets.spark import hbar
+from dltui.tui.spark import hbar
 
 HEADINGS = ("layout", "GPUs", "predicted\nimages/s", "predicted\nefficiency",
             "predicted\nvs 1 server", "measured", "predicted\ncomm wait")  # fmt: skip

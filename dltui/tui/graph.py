@@ -16,7 +16,7 @@ from functools import cache
 from textual.content import Content
 
 from dltui.formatting import SHORT, fmt_short
-from dltui.tui.widgets.spark import BLOCKS, level_char
+from dltui.tui.spark import BLOCKS, level_char
 
 _LEFT = (0x40, 0x04, 0x02, 0x01)  # a braille cell's left dots, bottom to top
 _RIGHT = (0x80, 0x20, 0x10, 0x08)
