@@ -313,13 +313,13 @@ class _RankRun(Generic[R]):
         """Take a rank's frames until it closes its pipe; a bad frame is that rank's error."""
         try:
             while True:
-                self._take(rank.what, await rank.receive())
+                self._handle_frame(rank.what, await rank.receive())
         except EOFError:
             return
         except ProtocolError as exc:
             self.errors.setdefault(rank.what, f"a bad frame on its report pipe: {exc}")
 
-    def _take(self, rank: str, message: Message) -> None:
+    def _handle_frame(self, rank: str, message: Message) -> None:
         """One frame of `rank`'s (the pipe it came on says whose, whatever its `job` says)."""
         self.last_news = time.monotonic()
         labels = self.labels

@@ -296,7 +296,7 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _in_option_words(problems: str, options: dict[str, object]) -> str:
+def _named_as_options(problems: str, options: dict[str, object]) -> str:
     """A plan's problems as the command line names what it gave: `timeout_s must be …` is
     `--timeout must be …` (a plan file says them with the plan's own names)."""
 
@@ -328,7 +328,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     try:
         check_plan(plan)
     except PlanError as exc:
-        raise PlanError(_in_option_words(str(exc), vars(args))) from None
+        raise PlanError(_named_as_options(str(exc), vars(args))) from None
     check_layout(plan, len(targets), across)
     baseline = load_baseline(args.baseline) if args.baseline else None
     baselines = not getattr(args, "no_baseline", False)

@@ -145,7 +145,7 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
                     return  # the app shut down while the columns were mounted: no screen now
                 if self.focused is None:
                     self.strip.columns[0].focus()
-            self._summary = self._fleet_words()
+            self._summary = self._fleet_summary()
             self._apply_filter()
             self.strip.relayout()
         # A recording first: on a narrow terminal the title's end is cut, and it must be seen.
@@ -158,7 +158,7 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
             if index % STAGGER == self._turn:
                 column.sync(drawn)
 
-    def _fleet_words(self) -> str:
+    def _fleet_summary(self) -> str:
         """'64 servers · 60 live · 3 connecting · 1 offline': every state a server can be in."""
         fleet = self.fleet
         count = len(fleet.servers)
@@ -168,13 +168,13 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
         for state in ("connecting", "busy", "offline", "auth_failed"):
             if states.get(state):
                 words.append(f"{states[state]} {state.replace('_', ' ')}")
-        words += self._danger_words()
+        words += self._open_event_counts()
         if self.name_filter:
             shown = sum(column.display for column in self.strip.columns)
             words.append(f"filter '{self.name_filter}': {shown} shown")
         return " · ".join(words)
 
-    def _danger_words(self) -> list[str]:
+    def _open_event_counts(self) -> list[str]:
         """'▲ 1 critical', '2 warning': the events open across servers (conditions up, XIDs
         within ONCE_OPEN_S), so a sick box is seen from the title whatever is on screen."""
         counts: Counter[str] = Counter()

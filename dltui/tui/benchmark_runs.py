@@ -119,7 +119,7 @@ class BenchmarkRuns(AppPart):
             return ""
         done = sum(p.fraction for p in run.progress(self.fleet)) / max(len(run.members), 1)
         how = f" {done:.0%}" if run.state == "running" else ""
-        return f" · ▶ {run.words()}{how}"
+        return f" · ▶ {run.status_line()}{how}"
 
     async def action_cancel_run(self) -> None:
         if self.bench_run is not None and self.bench_run.state == "running":

@@ -80,7 +80,7 @@ class CommandAndFilter(AppPart):
 
     def watch_name_filter(self) -> None:
         self._apply_filter()
-        self._summary = self._fleet_words()
+        self._summary = self._fleet_summary()
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id in ("filter", "command"):

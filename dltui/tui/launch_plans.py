@@ -25,11 +25,11 @@ from dltui.protocol.inventory import Inventory
 class Builtin:
     key: str
     title: str
-    words: str
+    about: str
     """What it runs and roughly how long, for the launcher's list."""
 
 
-SCALE_OUT_WORDS = "ResNet-50 on all GPUs of every chosen server at once, after baselines"
+SCALE_OUT_ABOUT = "ResNet-50 on all GPUs of every chosen server at once, after baselines"
 BUILTINS = (
     Builtin("smoke", "Smoke test", "tiny GEMM, conv and RNN shapes: seconds, even on a CPU"),
     Builtin(
@@ -44,7 +44,7 @@ BUILTINS = (
         "ResNet-50, VGG-16, GoogLeNet, AlexNet trained on one GPU (or the CPU)",
     ),
     Builtin("scale_up", "Scale-up sweep", "ResNet-50 on 1, 2, 4 … all GPUs of one server"),
-    Builtin("scale_out", "Scale-out", SCALE_OUT_WORDS),
+    Builtin("scale_out", "Scale-out", SCALE_OUT_ABOUT),
     Builtin(
         "transformers",
         "Transformers",

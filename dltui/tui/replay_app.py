@@ -65,7 +65,7 @@ class ReplayApp(DltuiApp):
     def why_not(self, action: str) -> str:
         return "a replay is already a recording" if action == "record" else super().why_not(action)
 
-    def _fleet_words(self) -> str:
+    def _fleet_summary(self) -> str:
         """'2 servers · replay 1×': a recording, never 'live'."""
         count = len(self.fleet.servers)
         replay = self.replay
@@ -89,7 +89,7 @@ class ReplayApp(DltuiApp):
 
     def _moved(self) -> None:
         self.bar.refresh()
-        self._summary = self._fleet_words()
+        self._summary = self._fleet_summary()
         self._tell_damage()
 
     def _tell_damage(self) -> None:

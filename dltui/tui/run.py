@@ -46,7 +46,7 @@ class BenchmarkRun(PlanRun):
             found.append(ServerProgress(source, job.progress(), job.label, job.state, left))
         return found
 
-    def words(self) -> str:
+    def status_line(self) -> str:
         """'Quick kernels: plan 1 of 2 · running' for the app's title line."""
         plans = len(self.plans)
         where = f" · plan {self.index + 1} of {plans}" if plans > 1 else ""

@@ -33,9 +33,9 @@ from dltui.tui.widgets.busy_note import BusyNote
 from dltui.tui.widgets.fitted_footer import FittedFooter
 
 
-def _words(plan: str) -> str:
+def _plan_about(plan: str) -> str:
     """What a built-in plan runs, in words (the file's: what a plan file holds)."""
-    return next((builtin.words for builtin in BUILTINS if builtin.key == plan), BUILTINS[0].words)
+    return next((builtin.about for builtin in BUILTINS if builtin.key == plan), BUILTINS[0].about)
 
 
 def _options(names: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -211,7 +211,7 @@ class LauncherScreen(ModalScreen[Start | None]):
                     yield Label("Device")
                     yield Select(_options((AUTO, "cuda", "cpu")), value=last.device,
                                  allow_blank=False, compact=True, id="device")  # fmt: skip
-                yield Static(Content(_words(last.plan)), id="about")
+                yield Static(Content(_plan_about(last.plan)), id="about")
                 yield Static("", id="estimate")
                 yield BusyNote(self.fleet)
             yield Static("", id="status")
@@ -232,7 +232,7 @@ class LauncherScreen(ModalScreen[Start | None]):
         self._estimate()
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
-        self.query_one("#about", Static).update(Content(_words(event.pressed.name or "")))
+        self.query_one("#about", Static).update(Content(_plan_about(event.pressed.name or "")))
         self._estimate()
 
     def on_select_changed(self) -> None:

@@ -114,7 +114,7 @@ class ProgressScreen(ModalScreen[Next | None]):
             if server.state == "running" and server.remaining is not None:
                 words = f"{time_left(server.remaining)} · {words}"
             what.update(Content.styled(words, style))
-        status = Content.styled(run.words(), DONE_STYLES.get(run.state, ""))
+        status = Content.styled(run.status_line(), DONE_STYLES.get(run.state, ""))
         if run.failures:
             status += Content.styled("\n" + "\n".join(run.failures), "$text-error")
         if run.state != "running":
