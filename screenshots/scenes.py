@@ -184,6 +184,7 @@ README_SCENES = (
     Scene("launcher", (100, 30), PAIR, screen=launcher, readme=True),
     Scene("light-80x24", (80, 24), (H200,), GEMM, theme=LIGHT, readme=True),
     Scene("help", (120, 45), (H200,), keys=("question_mark",), readme=True),
+    Scene("whatif", (120, 36), (CPU_WHATIF,), keys=("v", "w"), readme=True),
 )
 
 SCREENS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -219,8 +220,4 @@ MADE_UP_SCENES = tuple(
     for w, h in ((80, 24), (200, 60))
 )
 
-WHATIF_SCENES = (Scene("whatif", (120, 36), (CPU_WHATIF,), keys=("v", "w")),)
-"""The what-if screen over a recorded one-process profile and all-reduce (no network measured
-between servers: a described one)."""
-
-SCENES = README_SCENES + SIZED_SCENES + MADE_UP_SCENES + WHATIF_SCENES
+SCENES = README_SCENES + SIZED_SCENES + MADE_UP_SCENES
