@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         described_model = model(model_values) if model_values else None
         table = answer(kernels, models, args.model, described_server, described_model,
                        args.layouts, args.target_efficiency)  # fmt: skip
-    except (DescriptionError, NothingToPredict) as exc:
+    except DescriptionError as exc:
+        raise UsageError(_with_options(str(exc))) from None
+    except NothingToPredict as exc:
         raise UsageError(str(exc)) from None
     if args.json == "-":
         print(json.dumps(table.to_plain(), indent=2))
@@ -196,6 +199,22 @@ def _description(path: Path | None) -> dict[str, dict[str, Any]]:
     if not all(isinstance(table, dict) for table in document.values()):
         raise UsageError(f"{path}: [server] and [model] are tables")
     return document
+
+
+OPTION_OF = {f"server.{key}": flag for flag, key in SERVER_FLAGS.items()} | {
+    f"model.{key}": flag for flag, key in MODEL_FLAGS.items()
+}
+
+
+def _with_options(problem: str) -> str:
+    """`model.batch is …` as `model.batch (--batch) is …`: a described value comes from the
+    TOML file or from its option, so a problem with it names both."""
+
+    def both(found: re.Match[str]) -> str:
+        flag = OPTION_OF.get(found.group(0))
+        return f"{found.group(0)} (--{flag.replace('_', '-')})" if flag else found.group(0)
+
+    return re.sub(r"\b(?:server|model)\.[a-z_]+", both, problem)
 
 
 def _flags(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:

@@ -116,21 +116,26 @@ def test_predict_answers_for_a_described_server(tmp_path):
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--layouts", "2y4"], "a layout is SERVERSxGPUS"),
-        (["--target-efficiency", "1.5"], "a share from 0 to 1"),
-        (["--gpus-per-server", "8", "--batch", "64", "--images-per-s", "100"], "intra_gbps"),
-        (["--batch", "64", "--images-per-s", "100", "--model", "mystery"], "params is needed"),
-        ([], "nothing to predict from"),
-        (["--layouts", ","], "no layout in ','"),
-        (["--server", "missing.toml"], "cannot read server description missing.toml"),
-        (["--server", "tests"], "server description tests: is a folder"),
-        (["--server", "README.md"], "server description README.md is not valid TOML"),
-        (["--json", "tests"], "cannot write tests: tests is a folder"),
-        (["--json", "no/such/out.json"], "cannot write no/such/out.json: no/such is not a folder"),
+        ("--layouts 2y4", "a layout is SERVERSxGPUS"),
+        ("--target-efficiency 1.5", "a share from 0 to 1"),
+        ("--gpus-per-server 8 --batch 64 --images-per-s 100",
+         "server.intra_gbps (--intra-gbps) is needed"),
+        ("--batch 64 --images-per-s 100 --model mystery", "model.params (--params) is needed"),
+        ("--batch 64 --images-per-s -5 --model resnet50",
+         "model.images_per_s (--images-per-s) is out of range: -5.0"),
+        ("--gpus-per-server 0 --batch 64 --images-per-s 5 --model resnet50",
+         "server.gpus (--gpus-per-server) is a whole number from 1"),
+        ("", "nothing to predict from"),
+        ("--layouts ,", "no layout in ','"),
+        ("--server missing.toml", "cannot read server description missing.toml"),
+        ("--server tests", "server description tests: is a folder"),
+        ("--server README.md", "server description README.md is not valid TOML"),
+        ("--json tests", "cannot write tests: tests is a folder"),
+        ("--json no/such/out.json", "cannot write no/such/out.json: no/such is not a folder"),
     ],
-)
+)  # fmt: skip
 def test_bad_requests_exit_2_with_one_clear_line(args, words):
-    done = subprocess.run(dltui_command("predict", *args), capture_output=True, text=True,
+    done = subprocess.run(dltui_command("predict", *args.split()), capture_output=True, text=True,
                           cwd=ROOT, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert words in done.stderr and "Traceback" not in done.stderr
