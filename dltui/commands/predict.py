@@ -93,6 +93,10 @@ SERVER_FLAGS = {"gpus_per_server": "gpus", "intra_gbps": "intra_gbps",
 SPEEDS = {"images_per_s", "step_ms"}
 MODEL_FLAGS = {"images_per_s": "images_per_s", "step_ms": "step_ms", "batch": "batch",
                "params": "params", "gradient_bytes": "gradient_bytes"}  # fmt: skip
+OPTION_OF = {f"server.{key}": flag for flag, key in SERVER_FLAGS.items()} | {
+    f"model.{key}": flag for flag, key in MODEL_FLAGS.items()
+}
+"""A described value's name (`model.batch`) -> the option that gives it."""
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -199,11 +203,6 @@ def _description(path: Path | None) -> dict[str, dict[str, Any]]:
     if not all(isinstance(table, dict) for table in document.values()):
         raise UsageError(f"{path}: [server] and [model] are tables")
     return document
-
-
-OPTION_OF = {f"server.{key}": flag for flag, key in SERVER_FLAGS.items()} | {
-    f"model.{key}": flag for flag, key in MODEL_FLAGS.items()
-}
 
 
 def _with_options(problem: str) -> str:
