@@ -64,6 +64,17 @@ def one_line_errors(parser: argparse.ArgumentParser) -> None:
                 one_line_errors(sub)
 
 
+def _named_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The sub-command's parser that argv names (`bench models`), so that an error found after
+    parsing points to the help that describes what was given."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word in argv:
+                if word in action.choices:
+                    return _named_parser(action.choices[word], argv[argv.index(word) + 1 :])
+    return parser
+
+
 def mistyped(argv: list[str]) -> str | None:
     """Why a first word that names no command was not meant as an agent: a near-miss of a
     command's name, or a recording; None when it reads as an agent."""
@@ -99,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return command.run(parser, argv)
     except UsageError as exc:
-        parser.error(str(exc))
+        _named_parser(parser, argv).error(str(exc))
     except DltuiError as exc:
         print(f"{parser.prog}: {exc}", file=sys.stderr)
         return exit_status.of_error(exc)

@@ -65,7 +65,10 @@ def test_a_json_file_that_cannot_be_written_is_refused_before_anything_runs(caps
 )
 def test_a_number_out_of_range_is_said_by_its_option(capsys, options, said):
     """The plan's field names (timeout_s) are a plan file's words, not the command line's; and
-    0 and -5 iterations once drew two ranges that contradicted each other."""
+    0 and -5 iterations once drew two ranges that contradicted each other. The error names the
+    sub-command and its help, whose options these are."""
     with pytest.raises(SystemExit) as exit_:
         main(["bench", *options])
-    assert exit_.value.code == 2 and f"dltui bench: {said}\n" in capsys.readouterr().err
+    command = f"dltui bench {options[0]}"
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"{command}: {said}\n(see {command} --help)\n"
