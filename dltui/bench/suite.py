@@ -81,7 +81,7 @@ def run_plan(
     # ranks for all of them (meeting the peers costs seconds; a collective, milliseconds).
     together = [(kind, case) for kind in plan.kinds if kind in COLLECTIVES
                 for case in cases(plan.shape_set, kind)]  # fmt: skip
-    work: list[tuple[str, list]] = []
+    work: list[tuple[str, list[Any]]] = []
     for kind in plan.kinds:
         if kind not in COLLECTIVES:
             work.append((kind, _items(plan, kind, gpus)))

@@ -90,7 +90,7 @@ def nice_top(observed: float, floor: float = 0.0) -> float:
     top = max(observed, floor)
     if top <= 0 or math.isnan(top):
         return 1.0
-    power = 10 ** math.floor(math.log10(top))
+    power = 10.0 ** math.floor(math.log10(top))
     for step in (1.0, 2.0, 2.5, 5.0, 10.0):
         if top <= step * power * (1 + 1e-9):
             return step * power

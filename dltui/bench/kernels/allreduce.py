@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED, Budget
+from dltui.bench.backends import CPU_WARMUP, GPU_WARMUP, MIN_TIMED
 from dltui.bench.kernels import beside
 from dltui.bench.kernels.collectives import elements, prepare
 from dltui.bench.placement import Placement, place
@@ -34,6 +34,7 @@ from dltui.bench.ranks import (
     supervise,
 )
 from dltui.bench.shapes import AllReduceCase
+from dltui.bench.timing import Budget
 from dltui.plans.formulas import collective_busbw, gbps, median, spread
 from dltui.plans.names import MULTICAST_OFF
 from dltui.protocol.bench_plans import ClusterRole, KernelPlan

@@ -9,7 +9,6 @@ import os
 from typing import Any
 
 from dltui.bench import tf_strategy
-from dltui.bench.backends import Budget
 from dltui.bench.kernels.allreduce import (
     AllReduceJob,
     allreduce_result,
@@ -18,6 +17,7 @@ from dltui.bench.kernels.allreduce import (
 )
 from dltui.bench.ranks import OnResult, ShouldStop
 from dltui.bench.shapes import AllReduceCase
+from dltui.bench.timing import Budget
 from dltui.plans.names import MULTICAST_OFF
 
 
