@@ -137,7 +137,7 @@ class BenchmarkRuns(AppPart):
 
     def action_whatif(self) -> None:
         if not isinstance(self.screen, WhatIfScreen):
-            self.push_screen(WhatIfScreen(self.fleet))
+            self.push_screen(WhatIfScreen(self.fleet, self.view.timebase.replay))
 
     def action_export(self) -> None:
         screen = ResultsScreen(self.fleet, self.view.timebase)

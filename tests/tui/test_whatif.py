@@ -112,18 +112,35 @@ async def test_whatif_chooses_among_profiled_models_from_a_live_fleet() -> None:
 
 
 async def test_whatif_says_what_to_run_when_no_result_has_a_profile() -> None:
-    app = create_replay_app([FIXTURES / "cpu-kernels.dlrec"])
+    """Live, an empty results view and what-if say what to run (b here among them)."""
+    app = DltuiApp(Fleet(), ClientSession([]), MonitorView(StillTime()))
     async with app.run_test(size=(100, 30)) as pilot:
-        app.replay.playing = False
-        app.replay.seek(app.replay.length)
-        await pilot.press("v", "w")
-        text = await wait_for_text(pilot, r"Nothing to predict from yet")
-        assert "dltui bench models --model resnet50 --gpus 1" in " ".join(text.split())
+        await pilot.press("v")
+        await wait_for_text(pilot, r"No results yet\. Press b on the main screen")
+        await pilot.press("w")
+        text = " ".join((await wait_for_text(pilot, r"Nothing to predict from yet")).split())
+        assert "dltui bench models --model resnet50 --gpus 1" in text and "b here" in text
         assert "PREDICTED" not in text
         await pilot.press("plus")  # nothing to step: no error, the message stays
         assert "Nothing to predict from yet" in screen_text(app)
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+
+
+async def test_a_replay_not_yet_at_its_results_says_how_to_reach_them() -> None:
+    """At a replay's start its results are still ahead, and b runs nothing in a replay: the
+    empty views say how to get there, and the way they give gets there."""
+    app = create_replay_app([WHATIF])
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.replay.playing = False
+        await pilot.press("v")
+        text = " ".join((await wait_for_text(pilot, r"No results at this point")).split())
+        assert "g, then 100%, jumps to its end" in text and "Press b" not in text
+        await pilot.press("w")
+        text = " ".join((await wait_for_text(pilot, r"Nothing to predict from at this")).split())
+        assert "g, then 100%, jumps to its end" in text and "b here" not in text
+        await pilot.press("escape", "escape", "g", *"100%", "enter", "v", "w")
+        await wait_for_text(pilot, r"PREDICTED alexnet")
 
 
 async def test_whatif_over_the_network_measured_between_two_hosts() -> None:

@@ -104,6 +104,13 @@ def cell_text(
     return text + ratio_text(row.ratio(column, baseline, metric), row.noisy(column, baseline))
 
 
+NO_RESULTS = "No results yet. Press b on the main screen to run a benchmark."
+IN_A_REPLAY = (
+    "A replay shows results as it reaches them: space plays it; g, then 100%, jumps to its end."
+)
+NO_RESULTS_YET = f"No results at this point of the replay. {IN_A_REPLAY}"
+
+
 class ResultsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,v", "app.pop_screen", "Back"),
@@ -155,9 +162,7 @@ class ResultsScreen(Screen[None]):
         yield Static(id="settings")
         with TabbedContent(initial=self.tab):
             with TabPane("Compare", id="compare"):
-                yield Static(
-                    "No results yet. Press b on the main screen to run a benchmark.", id="empty"
-                )
+                yield Static(NO_RESULTS_YET if self.timebase.replay else NO_RESULTS, id="empty")
                 yield WholeColumnTable(id="table", zebra_stripes=True)
             with TabPane("Phases (telemetry per case)", id="phases"):
                 yield PhaseTable(self.fleet, self.timebase)

@@ -24,6 +24,7 @@ from dltui.fleet.compare import results_by_server
 from dltui.fleet.state import Fleet
 from dltui.predict.answer import NothingToPredict
 from dltui.recording.whatif import WhatIfView, profiled_models, step_network, what_if_view
+from dltui.tui.screens.results import IN_A_REPLAY
 from dltui.tui.widgets.fitted_footer import FittedFooter
 from dltui.tui.widgets.whatif_table import WhatIfTable
 
@@ -33,6 +34,11 @@ NO_PROFILE = (
     "`dltui bench models --model resnet50 --gpus 1` on a server (or b here: a training plan "
     "on one GPU), and all-reduce results (`dltui bench kernels --kind allreduce`) for the "
     "links inside a server and between servers; then the what-if rows appear here."
+)
+NO_PROFILE_YET = (
+    "Nothing to predict from at this point of the replay: no one-GPU training result with a "
+    f"step profile. {IN_A_REPLAY} It takes a recording of `dltui bench models --gpus 1` (the "
+    "profile) and of `dltui bench kernels --kind allreduce` (the links' curves)."
 )
 
 
@@ -80,9 +86,10 @@ class WhatIfScreen(Screen[None]):
     network: reactive[float | None] = reactive(None, init=False)
     """The described network's line rate between servers, Gbit/s; None: as measured."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, replay: bool) -> None:
         super().__init__()
         self.fleet = fleet
+        self.replay = replay
         self.view: WhatIfView | None = None
         self.models: list[str] = []
         self._drawn: tuple[object, ...] | None = None
@@ -90,7 +97,7 @@ class WhatIfScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="settings")
-        yield Static(NO_PROFILE, id="empty")
+        yield Static(NO_PROFILE_YET if self.replay else NO_PROFILE, id="empty")
         yield WhatIfTable(id="rows")
         yield Static(id="sources")
         yield FittedFooter()
