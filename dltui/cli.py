@@ -69,9 +69,9 @@ def _named_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.
     parsing points to the help that describes what was given."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for word in argv:
+            for at, word in enumerate(argv):
                 if word in action.choices:
-                    return _named_parser(action.choices[word], argv[argv.index(word) + 1 :])
+                    return _named_parser(action.choices[word], argv[at + 1 :])
     return parser
 
 
