@@ -55,23 +55,27 @@ def _one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.exit(2, f"{parser.prog}: {_suggest(message)}\n(see {parser.prog} --help)\n")
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser's sub-commands by name (`bench`: kernels, models); none for most."""
+    return {name: sub for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}  # fmt: skip
+
+
 def one_line_errors(parser: argparse.ArgumentParser) -> None:
     """Make this parser and each of its sub-command parsers say errors in one line."""
     parser.error = types.MethodType(_one_line, parser)  # type: ignore[method-assign]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                one_line_errors(sub)
+    for sub in _subcommands(parser).values():
+        one_line_errors(sub)
 
 
 def _named_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
     """The sub-command's parser that argv names (`bench models`), so that an error found after
     parsing points to the help that describes what was given."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for at, word in enumerate(argv):
-                if word in action.choices:
-                    return _named_parser(action.choices[word], argv[at + 1 :])
+    subcommands = _subcommands(parser)
+    for at, word in enumerate(argv):
+        if word in subcommands:
+            return _named_parser(subcommands[word], argv[at + 1 :])
     return parser
 
 
