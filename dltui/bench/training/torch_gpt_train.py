@@ -6,14 +6,12 @@ checkpointing where the batch needs it (bench/training/settings.resolve_gpt).
 The tokens are the copy task of models/torch_gpt.py, drawn afresh on the device every step
 (each rank its own), so the loss must fall: a broken model, or one that sees the future,
 shows in the trajectory the result carries. Steps are timed as the CNN ranks time theirs
-(CUDA events back to back; a wall clock on a CPU), a step as slow as the slowest rank; the
-losses stay on the device until the timing is over.
+(torch_steps.py), a step as slow as the slowest rank; the losses stay on the device until the
+timing is over.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
 from typing import Any
 
 from dltui.bench.models import torch_gpt
@@ -26,6 +24,7 @@ from dltui.bench.ranks import (
 )
 from dltui.bench.training import TrainJob
 from dltui.bench.training.settings import GptSettings, resolve_gpt, token_result
+from dltui.bench.training.torch_steps import timed_steps
 from dltui.plans import gpt
 from dltui.protocol.bench_results import ModelResult
 
@@ -103,33 +102,12 @@ class GptTrainer:
             schedule.step()
             return loss.detach()
 
-        total = job.warmup + job.steps
-        losses = []
-        for done in range(job.warmup):
-            if self.should_stop():
-                return None
-            losses.append(step())
-            self.report.progress((done + 1) / total)
-        if self.on_gpu:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats(self.device)
-            marks = [torch.cuda.Event(enable_timing=True) for _ in range(job.steps + 1)]
-            for done in range(job.steps):
-                marks[done].record()
-                losses.append(step())
-                self.report.progress((job.warmup + done + 1) / total)
-            marks[-1].record()
-            torch.cuda.synchronize()
-            times = [a.elapsed_time(b) / 1e3 for a, b in itertools.pairwise(marks)]
-        else:
-            times = []
-            for done in range(job.steps):
-                if self.should_stop():
-                    return None
-                begin = time.perf_counter()
-                losses.append(step())
-                times.append(time.perf_counter() - begin)
-                self.report.progress((job.warmup + done + 1) / total)
+        losses: list[Any] = []
+        times = timed_steps(
+            torch, self.device, job, lambda: losses.append(step()), self.report, self.should_stop
+        )
+        if times is None:
+            return None
         times = across_ranks(times, self.device, self.world, largest=True)
         peak_memory = None
         if self.on_gpu:

@@ -3,14 +3,12 @@ Gloo between CPU processes), SGD with momentum, autocast for 16-bit precisions, 
 and torch.compile where asked. A GPT model's rank trains in torch_gpt_train.py.
 
 Synthetic data is one batch of random images made on the device and reused every step, as
-tf_cnn_benchmarks does, so input never limits the figure. Each timed step sits between CUDA
-events queued back to back (the host never waits for the GPU inside the timed loop); on a CPU
-the steps are synchronous and a wall clock suffices. A step's time is the slowest rank's.
+tf_cnn_benchmarks does, so input never limits the figure. The steps are timed as
+torch_steps.py times them; a step's time is the slowest rank's.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -36,6 +34,7 @@ from dltui.bench.training.settings import (
     throughput_result,
 )
 from dltui.bench.training.torch_gpt_train import GptTrainer
+from dltui.bench.training.torch_steps import timed_steps
 from dltui.plans.formulas import median
 from dltui.plans.gpt import is_gpt
 from dltui.plans.sizing import OVERHEAD_STEPS, PROFILED_STEPS
@@ -144,32 +143,11 @@ class _Trainer:
         size = (settings.batch, 3, job.image_size, job.image_size)
         images = torch.randn(size, device=self.device).contiguous(memory_format=self.memory_format)
         labels = torch.randint(0, job.classes, (settings.batch,), device=self.device)
-        total = job.warmup + job.steps
-        for done in range(job.warmup):
-            if self.should_stop():
-                return None
-            step(images, labels)
-            self.report.progress((done + 1) / total)
-        sync = torch.cuda.synchronize if self.on_gpu else (lambda: None)
-        sync()
-        if self.on_gpu:
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(job.steps + 1)]
-            for done in range(job.steps):
-                starts[done].record()
-                step(images, labels)
-                self.report.progress((job.warmup + done + 1) / total)
-            starts[-1].record()
-            sync()
-            times = [a.elapsed_time(b) / 1e3 for a, b in itertools.pairwise(starts)]
-        else:
-            times = []
-            for done in range(job.steps):
-                if self.should_stop():
-                    return None
-                begin = time.perf_counter()
-                step(images, labels)
-                times.append(time.perf_counter() - begin)
-                self.report.progress((job.warmup + done + 1) / total)
+        times = timed_steps(
+            torch, self.device, job, lambda: step(images, labels), self.report, self.should_stop
+        )
+        if times is None:
+            return None
         times = across_ranks(times, self.device, self.world, largest=True)
         device = "cuda" if self.on_gpu else "cpu"
         result = throughput_result(
