@@ -1,21 +1,25 @@
-"""A test's side of a real agent: a client connection and its frames, a tiny plan to run, and
-the agent's /metrics read as Prometheus reads them. Test modules import these from here, never
-from one another."""
+"""A test's side of a real agent: a client connection and its frames, raw bytes sent to it, a
+tiny plan to run, the agent's /metrics read as Prometheus reads them, and what a run across two
+agents must leave when one part is killed. Test modules import these from here, never from one
+another."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import urllib.request
 
+import psutil
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from dltui.client.connection import handshake
 from dltui.client.target import parse_target
 from dltui.client.transport import open_transport
 from dltui.protocol.bench_plans import KernelPlan
+from dltui.protocol.framing import FrameDecoder
 from dltui.protocol.messages import Sample
-from tests.conftest import AgentProcess
+from tests.conftest import AgentProcess, wait_for
 
 TINY = KernelPlan(
     framework="torch",
@@ -37,6 +41,19 @@ async def connect(address: str, secret: bytes | None = None):
     transport = await open_transport(parse_target(address))
     welcome = await handshake(transport.stream, secret, "test")
     return transport, welcome
+
+
+async def raw_exchange(port: int, *payloads: bytes) -> list[dict]:
+    """Send raw bytes to the agent, unauthenticated; every frame it sends before it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for payload in payloads:
+        writer.write(payload)
+    await writer.drain()
+    decoder, frames = FrameDecoder(), []
+    while data := await asyncio.wait_for(reader.read(65536), 15):
+        frames += decoder.feed(data)
+    writer.close()
+    return frames
 
 
 async def collect_samples(stream, seconds: float) -> list[Sample]:
@@ -122,3 +139,17 @@ def pick(series: Series, metric: str, /, **labels: str) -> dict[tuple[tuple[str,
 def one(series: Series, metric: str, /, **labels: str) -> float:
     (value,) = pick(series, metric, **labels).values()
     return value
+
+
+def assert_stopped_on_both(
+    returncode: int, stderr: str, first: AgentProcess, killed: AgentProcess
+) -> None:
+    """A run across two agents whose part on `killed` was killed: the command fails, says which
+    part and why, and neither agent is left running a part of it."""
+    assert returncode == 1
+    stderr = stderr.replace(socket.gethostname(), "host")
+    assert "the run across servers stopped: " in stderr
+    assert f"host@{killed.address} failed: the worker was killed by SIGKILL" in stderr
+    for agent in (first, killed):
+        wait_for(lambda a=agent: not psutil.Process(a.process.pid).children(), timeout=30)
+        assert agent.process.poll() is None

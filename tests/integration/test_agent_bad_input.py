@@ -9,24 +9,11 @@ import subprocess
 import msgpack
 import pytest
 
-from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe
 from dltui.protocol.wire import to_wire
-from tests.agents import connect
+from tests.agents import connect, raw_exchange
 from tests.conftest import ROOT, dltui_command, start_agent
-
-
-async def raw_exchange(port: int, payloads: list[bytes]) -> list[dict]:
-    """Send raw bytes to the agent; return every frame it sends before closing."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    for payload in payloads:
-        writer.write(payload)
-    await writer.drain()
-    decoder, frames = FrameDecoder(), []
-    while data := await asyncio.wait_for(reader.read(65536), 15):
-        frames += decoder.feed(data)
-    writer.close()
-    return frames
 
 
 def auth_frame() -> bytes:
@@ -69,7 +56,7 @@ async def test_bad_input_gets_an_error_and_a_closed_connection(agent, payloads):
     await bystander.stream.send(Subscribe(1, 20.0))
     await next_samples(bystander.stream, 2)
 
-    frames = await raw_exchange(agent.port, payloads)
+    frames = await raw_exchange(agent.port, *payloads)
     errors = [f for f in frames if f.get("type") == "error"]
     assert len(errors) == 1, frames
     assert errors[0]["code"] in {"protocol", "auth_failed"} and errors[0]["message"]

@@ -4,13 +4,13 @@ Gloo between the agents' CPU processes. If one agent's part dies, the run stops 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import threading
 
 import psutil
 import pytest
 
+from tests.agents import assert_stopped_on_both
 from tests.conftest import ROOT, SLOW, dltui_command, rendezvous_port, require, wait_for
 
 require("torch")
@@ -90,11 +90,4 @@ def test_one_agent_failing_stops_the_run_on_both(agent_factory, tmp_path):
     finally:
         if run.poll() is None:
             run.kill()
-    assert run.returncode == 1
-    stderr = stderr.replace(socket.gethostname(), "host")
-    assert "the run across servers stopped: " in stderr
-    assert f"host@{second.address} failed: the worker was killed by SIGKILL" in stderr
-    # Neither agent is left running a part of it.
-    for agent in (first, second):
-        wait_for(lambda a=agent: not psutil.Process(a.process.pid).children(), timeout=30)
-        assert agent.process.poll() is None
+    assert_stopped_on_both(run.returncode, stderr, first, second)

@@ -12,6 +12,7 @@ import subprocess
 import psutil
 import pytest
 
+from tests.agents import assert_stopped_on_both
 from tests.conftest import ROOT, SLOW, dltui_command, rendezvous_port, require, wait_for
 
 pytestmark = SLOW
@@ -85,13 +86,7 @@ def test_killing_one_servers_part_stops_the_run_on_both(agent_factory):
     finally:
         if run.poll() is None:
             run.kill()
-    assert run.returncode == 1
-    stderr = stderr.replace(socket.gethostname(), "host")
-    assert "the run across servers stopped: " in stderr
-    assert f"host@{second.address} failed: the worker was killed by SIGKILL" in stderr
-    for agent in (first, second):  # neither agent is left running a part of it
-        wait_for(lambda a=agent: not psutil.Process(a.process.pid).children(), timeout=30)
-        assert agent.process.poll() is None
+    assert_stopped_on_both(run.returncode, stderr, first, second)
 
 
 def test_a_sweep_is_refused_across_servers(agent_factory):

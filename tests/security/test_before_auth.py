@@ -10,7 +10,7 @@ import pytest
 
 from dltui.protocol.bench_plans import KernelPlan
 from dltui.protocol.errors import AuthError
-from dltui.protocol.framing import FrameDecoder, encode_frame
+from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import (
     MESSAGE_TYPES,
     PROTOCOL_VERSION,
@@ -24,7 +24,7 @@ from dltui.protocol.messages import (
 )
 from dltui.protocol.wire import to_wire
 from dltui.userfiles import load_secret
-from tests.agents import connect, next_samples
+from tests.agents import connect, next_samples, raw_exchange
 from tests.conftest import start_agent
 from tests.fakes.messages import example_frame
 
@@ -45,21 +45,10 @@ def guarded(request, tmp_path_factory):
     agent.process.wait()
 
 
-async def frames_after(port: int, payload: bytes) -> list[dict]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(payload)
-    await writer.drain()
-    decoder, frames = FrameDecoder(), []
-    while data := await asyncio.wait_for(reader.read(65536), 15):
-        frames += decoder.feed(data)
-    writer.close()
-    return frames
-
-
 @pytest.mark.parametrize("name", sorted(set(MESSAGE_TYPES) - {"auth"}))
 async def test_every_message_type_is_refused_before_auth(guarded, name):
     agent, _ = guarded
-    frames = await frames_after(agent.port, example_frame(name))
+    frames = await raw_exchange(agent.port, example_frame(name))
     assert [f["type"] for f in frames] == ["hello", "error"], frames
     assert frames[1]["code"] == "auth_failed"
     assert frames[1]["message"] == f"expected auth, got {name}"
@@ -116,7 +105,7 @@ async def test_a_replayed_run_runs_nothing(agent_factory):
 
 async def test_a_command_without_a_sequence_number_is_refused(agent_factory):
     agent = agent_factory()
-    frames = await frames_after(
+    frames = await raw_exchange(
         agent.port, encode_frame(to_wire(Auth(PROTOCOL_VERSION, "t", b"n" * 32)))
         + encode_frame({"type": "ping", "token": 1})
     )  # fmt: skip
@@ -151,7 +140,7 @@ async def test_guessers_are_slowed_down_one_attempt_at_a_time(agent_factory, sec
 
 async def test_a_client_of_the_unsealed_protocol_is_refused_by_version(agent_factory):
     agent = agent_factory()
-    frames = await frames_after(agent.port, encode_frame(to_wire(Auth(1, "old", b"n" * 32))))
+    frames = await raw_exchange(agent.port, encode_frame(to_wire(Auth(1, "old", b"n" * 32))))
     assert [f["type"] for f in frames] == ["hello", "error"]
     assert frames[0]["version"] == PROTOCOL_VERSION == 2
     assert frames[1]["message"] == "protocol version 1 is not supported (this agent speaks 2)"

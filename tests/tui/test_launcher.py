@@ -46,6 +46,17 @@ async def open_launcher(pilot) -> LauncherScreen:
     return pilot.app.screen
 
 
+async def run_plan_file(pilot, path: Path) -> None:
+    """Open the launcher, start the plan in `path` and wait for the run to end well."""
+    launcher = await open_launcher(pilot)
+    await type_plan_file(pilot, launcher, path)
+    await pilot.press("s")
+    await wait_until(pilot, lambda: pilot.app.bench_run is not None)
+    run = pilot.app.bench_run
+    await wait_until(pilot, lambda: run.state != "running", timeout=180)
+    assert run.state == "done", run.failures
+
+
 async def test_a_run_from_the_launcher_reaches_the_agent_and_its_results_show(tmp_path) -> None:
     app = create_app([parse_target("local")])
     async with app.run_test(size=(120, 40)) as pilot:
@@ -154,13 +165,7 @@ async def test_a_training_plan_from_a_file_runs_and_its_figures_show(tmp_path) -
     )
     app = create_app([parse_target("local")])
     async with app.run_test(size=(120, 40)) as pilot:
-        launcher = await open_launcher(pilot)
-        await type_plan_file(pilot, launcher, plan)
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.bench_run is not None)
-        run = app.bench_run
-        await wait_until(pilot, lambda: run.state != "running", timeout=180)
-        assert run.state == "done", run.failures
+        await run_plan_file(pilot, plan)
         (job,) = app.fleet.servers["local"].jobs.values()
         # Waited for: once, under load, the run had ended before the job's results were in.
         await wait_until(pilot, lambda: len(job.model_results) == 2)
@@ -188,13 +193,7 @@ async def test_a_transformer_plan_shows_tokens_mfu_and_the_attention_backend(tmp
     )
     app = create_app([parse_target("local")])
     async with app.run_test(size=(150, 40)) as pilot:
-        launcher = await open_launcher(pilot)
-        await type_plan_file(pilot, launcher, plan)
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.bench_run is not None)
-        run = app.bench_run
-        await wait_until(pilot, lambda: run.state != "running", timeout=180)
-        assert run.state == "done", run.failures
+        await run_plan_file(pilot, plan)
         jobs = list(app.fleet.servers["local"].jobs.values())
         await wait_until(pilot, lambda: sum(len(j.model_results) for j in jobs) == 1)
         await pilot.press("v")
