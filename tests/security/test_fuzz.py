@@ -28,6 +28,7 @@ from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, wait_for
 from tests.fakes.messages import example_frame
+from tests.fuzz.mutations import mutated
 
 FUZZ = settings(
     max_examples=200,
@@ -62,23 +63,6 @@ ADVERSARIAL = [
     frame(msgpack.packb(-1)),
     frame(b"\xc1"),  # never used in msgpack
 ]
-
-
-@st.composite
-def mutated(draw, originals: list[bytes]) -> bytes:
-    data = bytearray(draw(st.sampled_from(originals)))
-    for _ in range(draw(st.integers(1, 8))):
-        position = draw(st.integers(0, max(0, len(data) - 1)))
-        choice = draw(st.integers(0, 3))
-        if choice == 0 and data:
-            data[position] = draw(st.integers(0, 255))
-        elif choice == 1:
-            data[position:position] = draw(st.binary(max_size=16))
-        elif choice == 2:
-            del data[position : position + draw(st.integers(1, 16))]
-        else:
-            data = data[: position + 1]
-    return bytes(data)
 
 
 msgpack_ints = st.integers(-(2**63), 2**64 - 1)
