@@ -84,6 +84,8 @@ def encode_record(record: Record) -> bytes:
 def decode_header(data: bytes) -> tuple[Header, int, int]:
     """The header, the format version and the offset of what follows the header (records or
     chunks); RecordingError if this is no recording or one from a newer dltui."""
+    if not data:  # a recorder that has only just created it, or one killed at once
+        raise RecordingError("an empty file: no header, no frames")
     if not data.startswith(MAGIC):
         raise RecordingError("not a dltui recording (no DLTUIREC magic at the start)")
     if len(data) < _PREAMBLE.size:

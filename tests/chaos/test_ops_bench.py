@@ -199,7 +199,8 @@ def test_an_agent_that_dies_mid_job_ends_bench_as_unreachable_not_as_a_failed_jo
     bench = long_bench(agent.address)
     tree = psutil.Process(agent.process.pid)
     wait_for(lambda: tree.children(recursive=True), timeout=60, what="the job's worker")
-    for process in [*tree.children(recursive=True), tree]:
+    # The agent first: killed after its worker, it could tell of the worker's death first.
+    for process in [tree, *tree.children(recursive=True)]:
         process.kill()
     _, said = bench.communicate(timeout=60)
     assert bench.returncode == UNREACHABLE, said

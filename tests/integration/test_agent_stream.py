@@ -70,6 +70,19 @@ async def timed_samples(stream, seconds: float) -> list[tuple[float, Sample]]:
     return timed
 
 
+def arrivals(timed: list[tuple[float, Sample]]) -> list[int]:
+    """How many samples arrived together (within 10 ms of the one before), arrival by arrival."""
+    groups: list[int] = []
+    last = float("-inf")
+    for wait, sample in timed:
+        arrived = sample.mono + wait
+        if arrived - last > 0.01:
+            groups.append(0)
+        groups[-1] += 1
+        last = arrived
+    return groups
+
+
 async def test_samples_come_in_batches_as_long_as_every_client_allows(agent_factory):
     """A client that lets samples wait half a second gets every tick, in batches; once another
     client wants each sample as it is read, both get them so."""
@@ -90,10 +103,16 @@ async def test_samples_come_in_batches_as_long_as_every_client_allows(agent_fact
 
     eager, _ = await connect(agent.address)
     await eager.stream.send(Subscribe(1, 20.0))
-    both = await asyncio.gather(*(timed_samples(c.stream, 2.0) for c in (eager, patient)))
-    for timed in both:  # the second half: read after the eager client came
-        waits = [wait for wait, _ in timed[len(timed) // 2 :]]
-        assert statistics.median(waits) < 0.15, waits
+    prompt, late = await asyncio.gather(*(timed_samples(c.stream, 2.0) for c in (eager, patient)))
+    # The eager client's samples come one at a time (a stalled machine can bunch a few, once),
+    assert statistics.median(arrivals(prompt)) == 1, arrivals(prompt)
+    # and, read after it came, the patient's with them, not up to 0.5 s later (a stall delays
+    # both alike: their difference is what is asserted).
+    eager_waits = {sample.seq: wait for wait, sample in prompt}
+    behind = [
+        wait - eager_waits[s.seq] for wait, s in late[len(late) // 2 :] if s.seq in eager_waits
+    ]
+    assert behind and statistics.median(behind) < 0.1, behind
     for client in (patient, eager):
         await client.close()
 

@@ -17,6 +17,7 @@ from dltui.protocol.messages import (
     Sample,
     Welcome,
 )
+from dltui.recording.format import RecordingError
 from dltui.recording.reader import RecordingReader
 from tests.conftest import ROOT, dltui_command, free_port, require, start_agent, wait_for
 from tests.recordings import seconds_on_disk
@@ -117,7 +118,11 @@ def test_ctrl_c_cancels_the_plans_jobs_on_the_agent(agent, tmp_path):
     )  # fmt: skip
 
     def running() -> bool:
-        return any(isinstance(r.message, JobProgress) for r in RecordingReader(path).read_all())
+        try:
+            records = RecordingReader(path).read_all()
+        except RecordingError:  # created, its header not written yet
+            return False
+        return any(isinstance(r.message, JobProgress) for r in records)
 
     wait_for(lambda: path.exists() and running(), timeout=60, what="the plan's job running")
     recorder.send_signal(signal.SIGINT)

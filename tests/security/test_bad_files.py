@@ -37,8 +37,10 @@ def oddities(tmp_path: Path) -> dict[str, Path]:
     sparse.chmod(0o600)  # as a secret's must be, so that its size is what is refused
     random = tmp_path / "random"
     random.write_bytes(bytes(range(256)) * 8)
+    empty = tmp_path / "empty.dlrec"  # a recording as its recorder has only just created it
+    empty.touch()
     return {"fifo": fifo, "zero": Path("/dev/zero"), "folder": tmp_path, "sparse": sparse,
-            "random": random}  # fmt: skip
+            "random": random, "empty": empty}  # fmt: skip
 
 
 LOADERS = {
@@ -140,6 +142,7 @@ COMMANDS = {
                            "not UTF-8 text"),
     "export fifo": (["export", "{fifo}", "-o", "{folder}/out"], "is a named pipe"),
     "report sparse": (["report", "{sparse}", "-o", "{folder}/out"], "no DLTUIREC magic"),
+    "replay empty": (["replay", "{empty}"], "{empty}: an empty file: no header, no frames"),
 }  # fmt: skip
 
 
