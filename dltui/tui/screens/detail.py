@@ -103,7 +103,7 @@ class DetailScreen(Screen[None]):
         server, view = self.server, self.view
         info = ServerInfo(server, view)
         host = HostPanel(server, view)
-        host.add_class("-panel")
+        host.add_class("-boxed")
         host.styles.height = 9
         self.panels = [info, JobPanel(server, view), host]
         inventory = server.inventory

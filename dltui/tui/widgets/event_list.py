@@ -22,13 +22,7 @@ def event_line(event: Event, offset: float | None, up: bool) -> Content:
 
 
 class EventList(FleetPanel):
-    DEFAULT_CSS = """
-    EventList {
-        border: round $primary-muted;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "-boxed"
 
     def _open(self) -> list[Event]:
         """Open as the header and the title count them: conditions up, recent XIDs."""

@@ -98,23 +98,19 @@ class HostPanel(FleetPanel):
     DEFAULT_CSS = """
     HostPanel {
         padding: 0 1;
-        &.-panel {
-            border: round $primary-muted;
-            border-title-color: $text-muted;
-        }
     }
     """
 
     def title(self) -> str | None:
         inventory = self.server.inventory
-        if not self.has_class("-panel"):
+        if not self.has_class("-boxed"):
             return None
         if inventory is None:
             return "host"
         return f"host · {inventory.cpu_count} CPUs · {fmt_memory(inventory.memory_total)}"
 
     def charts_now(self) -> bool:
-        return self.has_class("-panel")
+        return self.has_class("-boxed")
 
     def lines(self, width: int) -> list[Content]:
         server = self.server
@@ -122,7 +118,7 @@ class HostPanel(FleetPanel):
             return [Content.styled("host: no samples yet", "$text-muted")]
         muted = self.muted
         cpu = latest(server, "cpu")
-        if not self.has_class("-panel"):
+        if not self.has_class("-boxed"):
             bar_width = max(min(width // 6, 12), 3)
             head = Content.assemble(
                 ("cpu ", "$text-muted"),

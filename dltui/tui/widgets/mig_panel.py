@@ -16,13 +16,7 @@ def has_mig(server: ServerView) -> bool:
 
 
 class MigPanel(FleetPanel):
-    DEFAULT_CSS = """
-    MigPanel {
-        border: round $primary-muted;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "-boxed"
 
     def title(self) -> str:
         return "MIG instances (bench --device cuda:<uuid>)"

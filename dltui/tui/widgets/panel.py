@@ -35,6 +35,11 @@ class FleetPanel(Widget):
         height: auto;
         text-wrap: nowrap;
         text-overflow: ellipsis;
+        &.-boxed {
+            border: round $primary-muted;
+            border-title-color: $text-muted;
+            padding: 0 1;
+        }
     }
     """
 

@@ -45,13 +45,7 @@ def process_line(index: int, process: GpuProcess) -> Content:
 class ProcessGroups(FleetPanel):
     """Every GPU process of the server, under the job, container or user it belongs to."""
 
-    DEFAULT_CSS = """
-    ProcessGroups {
-        border: round $primary-muted;
-        border-title-color: $text-muted;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "-boxed"
 
     def title(self) -> str:
         return "GPU processes by owner"

@@ -117,7 +117,7 @@ class ServerColumn(Vertical, can_focus=True):
             return
         self._applied = layout
         self.job.styles.height = layout.job
-        self.host.set_class(layout.host > HOST_LINE_ROWS, "-panel")
+        self.host.set_class(layout.host > HOST_LINE_ROWS, "-boxed")
         self.charts.host_charted = layout.host > HOST_LINE_ROWS
         self.host.styles.height = layout.host
         self.table.display = layout.compact and layout.table > 0
