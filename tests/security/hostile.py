@@ -1,6 +1,7 @@
 """Misbehaving clients, as an attacker (or a broken program) would write them, against a real
 agent: one that pings and never reads the answers, and a flood of idle connections re-opened
-as soon as they close. The tests and benchmarks/hardening.py use the same ones."""
+as soon as they close. The tests and benchmarks/hardening.py use the same ones; and whether the
+agent has closed a connection."""
 
 from __future__ import annotations
 
@@ -73,6 +74,19 @@ class RssWatch:
     @property
     def peak(self) -> int:
         return max(self.samples, default=0)
+
+
+def closed_by_server(connection: socket.socket) -> bool:
+    """The other end has closed it: a read would give the end of the stream, or an error."""
+    connection.setblocking(False)
+    try:
+        return connection.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        connection.setblocking(True)
 
 
 def rss(pid: int) -> int:

@@ -17,7 +17,7 @@ from dltui.agent.metrics_budget import PER_ADDRESS
 from dltui.protocol.messages import Sample, Subscribe
 from tests.agents import connect, metrics_url
 from tests.conftest import wait_for
-from tests.security.hostile import RssWatch
+from tests.security.hostile import RssWatch, closed_by_server
 
 REQUEST = b"GET /metrics HTTP/1.1\r\nHost: agent\r\n\r\n"
 FLOOD = 64
@@ -46,18 +46,6 @@ def _more(sock: socket.socket) -> bytes:
     return chunk
 
 
-def closed(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-    finally:
-        sock.setblocking(True)
-
-
 class Neighbours:
     """The hostile ones, on threads: a keep-alive flood from 127.0.0.1 and a pipeliner from
     127.0.0.3 that never reads."""
@@ -76,7 +64,7 @@ class Neighbours:
         held: list[socket.socket | None] = [None] * FLOOD
         while not self.stop.is_set():
             for index, sock in enumerate(held):
-                if sock is not None and not closed(sock):
+                if sock is not None and not closed_by_server(sock):
                     continue
                 if sock is not None:
                     sock.close()
@@ -87,7 +75,7 @@ class Neighbours:
                     answer(sock)  # and then it sits there, kept alive
                 except OSError:
                     held[index] = None
-            self.held = sum(s is not None and not closed(s) for s in held)
+            self.held = sum(s is not None and not closed_by_server(s) for s in held)
             self.stop.wait(0.01)  # the attacker's pace: re-open what was closed at once
         for sock in held:
             if sock is not None:

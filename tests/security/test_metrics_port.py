@@ -16,6 +16,7 @@ import pytest
 from dltui.agent.metrics_budget import PER_ADDRESS
 from tests.agents import metrics_url
 from tests.conftest import ROOT, dltui_command, wait_for
+from tests.security.hostile import closed_by_server
 from tests.security.pki import Authority
 
 pytest.importorskip("cryptography")
@@ -114,25 +115,12 @@ def test_silent_connections_neither_stall_scrapes_nor_pile_up(agent_factory, pki
     # From one address: each newcomer past its share pushes out the oldest silent one.
     silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(4 * PER_ADDRESS)]
     try:
-        wait_for(lambda: sum(map(_closed, silent)) == len(silent) - PER_ADDRESS,
+        wait_for(lambda: sum(map(closed_by_server, silent)) == len(silent) - PER_ADDRESS,
                  what="all but the address's share pushed out")  # fmt: skip
-        assert not any(map(_closed, silent[-PER_ADDRESS:]))  # the newest kept
+        assert not any(map(closed_by_server, silent[-PER_ADDRESS:]))  # the newest kept
         began = time.monotonic()
         assert "dltui_agent_info" in fetch(url, context)  # from that address too
         assert time.monotonic() - began < 2.0
     finally:
         for connection in silent:
             connection.close()
-
-
-def _closed(connection: socket.socket) -> bool:
-    """The server has closed it (it would read the end of the stream)."""
-    connection.setblocking(False)
-    try:
-        return connection.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except ConnectionResetError:
-        return True
-    finally:
-        connection.setblocking(True)
