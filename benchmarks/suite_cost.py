@@ -18,8 +18,9 @@ process of each framework, an agent, a pytest worker…): benchmarks/process_cos
 their PYTHONPATH, and its sitecustomize counts each one.
 
 Loaded by pytest as a plugin (`-p suite_cost`, with benchmarks/ on PYTHONPATH), this module
-writes each worker's tests with their CPU and wall seconds; a module-scoped fixture's agent is
-charged to the test after which it is reaped. With `--workers 1` a test's cost is the
+writes each worker's tests with their CPU and wall seconds, and how much of that CPU is the
+worker's own (Textual, parsers, in-process kernels) rather than the processes it started; a
+module-scoped fixture's agent is charged to the test after which it is reaped. With `--workers 1` a test's cost is the
 machine's busy time while it ran, which counts every process it started, reaped or not.
 """
 
@@ -51,15 +52,19 @@ MACHINE_ENV = "DLTUI_SUITE_COST_MACHINE"
 
 # --- the plugin, in each pytest worker ---------------------------------------------------------
 
-_rows: list[tuple[str, float, float]] = []
+_rows: list[tuple[str, float, float, float]] = []
+"""Each test: its node id, its cost, its wall seconds, and the worker's own CPU seconds in it."""
 
 
-def _cpu() -> float:
-    if os.environ.get(MACHINE_ENV):
-        return machine_busy()
+def _cpu() -> tuple[float, float]:
+    """The cost so far (the worker's CPU and its reaped children's, or the machine's busy time
+    with one worker) and the worker's own CPU alone."""
     mine = resource.getrusage(resource.RUSAGE_SELF)
+    own = mine.ru_utime + mine.ru_stime
+    if os.environ.get(MACHINE_ENV):
+        return machine_busy(), own
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return mine.ru_utime + mine.ru_stime + reaped.ru_utime + reaped.ru_stime
+    return own + reaped.ru_utime + reaped.ru_stime, own
 
 
 def machine_busy() -> float:
@@ -72,11 +77,12 @@ def machine_busy() -> float:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    cpu, wall = _cpu(), time.monotonic()
+    (cost, own), wall = _cpu(), time.monotonic()
     try:
         return (yield)
     finally:
-        _rows.append((item.nodeid, _cpu() - cpu, time.monotonic() - wall))
+        cost_after, own_after = _cpu()
+        _rows.append((item.nodeid, cost_after - cost, time.monotonic() - wall, own_after - own))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -215,11 +221,21 @@ def main() -> None:
         print(f"  this tree / base   wall {wall / base_wall:.3f}  CPU {cpu / base_cpu:.3f}  "
               f"machine busy {busy / base_busy:.3f}")  # fmt: skip
     rows = figures["this tree"][-1].rows
-    total = sum(cpu for _, cpu, _ in rows)
+    total, in_workers = sum(row[1] for row in rows), sum(row[3] for row in rows)
     measure = "machine busy" if args.workers == 1 else "CPU"
-    print(f"\nthis tree's last round: {total:.0f} {measure} s in tests; the {args.top} costliest")
-    for nodeid, cpu, wall in sorted(rows, key=lambda row: -row[1])[: args.top]:
-        print(f"  {cpu:6.1f} {measure} s  {wall:6.1f} s wall  {nodeid}")
+    print(f"\nthis tree's last round: {total:.0f} {measure} s in tests, {in_workers:.0f} of them "
+          "the pytest workers' own; by folder, the workers' own CPU s and the rest:")  # fmt: skip
+    folders: dict[str, tuple[float, float, int]] = {}
+    for nodeid, cost, _, in_worker in rows:
+        folder = str(Path(nodeid.split("::")[0]).parent)
+        worker_s, rest_s, tests = folders.get(folder, (0.0, 0.0, 0))
+        folders[folder] = (worker_s + in_worker, rest_s + cost - in_worker, tests + 1)
+    costliest_first = sorted(folders.items(), key=lambda kv: -kv[1][0] - kv[1][1])
+    for folder, (worker_s, rest_s, tests) in costliest_first:
+        print(f"  {worker_s:7.1f} own  {rest_s:7.1f} rest  {tests:5d} tests  {folder}")
+    print(f"the {args.top} costliest tests")
+    for nodeid, cost, wall, _ in sorted(rows, key=lambda row: -row[1])[: args.top]:
+        print(f"  {cost:6.1f} {measure} s  {wall:6.1f} s wall  {nodeid}")
     processes = figures["this tree"][-1].processes
     if processes:
         print("\nthis tree's last round by process: CPU s of those that ended where counted "
