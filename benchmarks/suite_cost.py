@@ -20,8 +20,9 @@ their PYTHONPATH, and its sitecustomize counts each one.
 Loaded by pytest as a plugin (`-p suite_cost`, with benchmarks/ on PYTHONPATH), this module
 writes each worker's tests with their CPU and wall seconds, and how much of that CPU is the
 worker's own (Textual, parsers, in-process kernels) rather than the processes it started; a
-module-scoped fixture's agent is charged to the test after which it is reaped. With `--workers 1` a test's cost is the
-machine's busy time while it ran, which counts every process it started, reaped or not.
+module-scoped fixture's agent is charged to the test after which it is reaped. With
+`--workers 1` a test's cost is the machine's busy time while it ran, which counts every
+process it started, reaped or not.
 """
 
 from __future__ import annotations
