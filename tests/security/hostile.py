@@ -1,7 +1,7 @@
 """Misbehaving clients, as an attacker (or a broken program) would write them, against a real
 agent: one that pings and never reads the answers, and a flood of idle connections re-opened
-as soon as they close. The tests and benchmarks/hardening.py use the same ones; and whether the
-agent has closed a connection."""
+as soon as they close, and a check that the agent has closed a connection. The tests and
+benchmarks/hardening.py use the same ones."""
 
 from __future__ import annotations
 
