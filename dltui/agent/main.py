@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from dltui.agent import footprint, job_folders
 from dltui.agent.alerts import Rule
 from dltui.agent.listener import requires_client_certificate
-from dltui.agent.server import Agent, run_until_signal, stable_agent_id
+from dltui.agent.server import Agent, require_stdio_pipes, run_until_signal, stable_agent_id
 from dltui.errors import UsageError
 from dltui.telemetry.sampler import OPEN_DEADLINE, Sampler
 
@@ -42,6 +42,8 @@ def run(
     Time-to-accuracy plans may read `data_dirs` and the folders inside them; `rules` are the
     config's alert rules. With `metrics`, serve /metrics there too. The agent's threads keep to
     `cpu` (None: the last CPU it may use; "any": wherever the kernel puts them)."""
+    if listen is None:
+        require_stdio_pipes()
     footprint.one_arena()
     try:
         kept_to = None if cpu == "any" else footprint.one_cpu(cpu)

@@ -196,10 +196,7 @@ class Agent:
         The real stdout is moved to a private descriptor and fd 1 pointed at stderr, so a stray
         print from any library cannot corrupt the frame stream.
         """
-        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
-            if not _is_pipe(stream.fileno()):
-                raise ConfigFileError(f"--stdio serves one client over a pipe (a local spawn, "
-                                      f"or ssh), and {name} is not one")  # fmt: skip
+        require_stdio_pipes()
         self._loop = loop = asyncio.get_running_loop()
         frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)
@@ -212,6 +209,15 @@ class Agent:
             await self._serve(MessageStream(reader, writer), "stdio", None)
         finally:
             await self.jobs.stop()
+
+
+def require_stdio_pipes() -> None:
+    """ConfigFileError unless stdin and stdout are what a stdio agent serves over; the agent asks
+    before it does anything else, so the error is the first and only thing it says."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        if not _is_pipe(stream.fileno()):
+            raise ConfigFileError(f"--stdio serves one client over a pipe (a local spawn, "
+                                  f"or ssh), and {name} is not one")  # fmt: skip
 
 
 def _is_pipe(fd: int) -> bool:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 import subprocess
 
 import msgpack
 import pytest
 
+from dltui.agent.job_folders import PREFIX
 from dltui.protocol.framing import encode_frame
 from dltui.protocol.messages import PROTOCOL_VERSION, Auth, Sample, Subscribe
 from dltui.protocol.wire import to_wire
@@ -73,12 +75,17 @@ async def test_bad_input_gets_an_error_and_a_closed_connection(agent, payloads):
 
 
 @pytest.mark.parametrize("stdin", ["/dev/null", "pyproject.toml"])
-def test_an_agent_on_stdio_without_a_pipe_says_so(stdin):
+def test_an_agent_on_stdio_without_a_pipe_says_so_before_it_does_anything(stdin, tmp_path):
+    # A job folder an agent of an earlier boot left: one that starts for real removes it.
+    left = tmp_path / f"{PREFIX}1-1-00000000-{os.stat('/proc/self/ns/pid').st_ino}-abcd1234"
+    left.mkdir()
     with open(ROOT / stdin, "rb") as source:  # an absolute path stays itself
         done = subprocess.run(dltui_command("agent", "--stdio"), stdin=source, cwd=ROOT,
+                              env={**os.environ, "TMPDIR": str(tmp_path)},
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2
     first = done.stderr.strip().splitlines()[0]  # the error, then where to read more
     assert first.endswith("--stdio serves one client over a pipe (a local spawn, "
                           "or ssh), and stdin is not one")  # fmt: skip
     assert "Traceback" not in done.stderr and done.stdout == ""
+    assert left.is_dir()  # refused before it swept anything
