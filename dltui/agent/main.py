@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Iterator
@@ -89,18 +90,24 @@ def run(
                 server = _serve_metrics(metrics, agent, sampler)
             except OSError as exc:
                 where = f"{metrics.host}:{metrics.port}"
-                print(f"dltui agent: cannot serve metrics on {where}: {exc.strerror or exc}",
+                print(f"dltui agent: cannot serve metrics on {where}: {_reason(exc)}",
                       file=sys.stderr)  # fmt: skip
                 serve.close()
                 return 2
         footprint.name_threads()
         asyncio.run(run_until_signal(_with_metrics(serve, server)))
     except OSError as exc:
-        print(f"dltui agent: cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"dltui agent: cannot listen on {where}: {_reason(exc)}", file=sys.stderr)
         return 2
     finally:
         sampler.stop()
     return 0
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for `exc`: socket.create_server adds the address, which the line
+    that prints the reason has already said."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 class _StoppedStartingUp(Exception):

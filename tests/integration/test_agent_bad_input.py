@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import socket
 import struct
 import subprocess
 
@@ -89,3 +91,14 @@ def test_an_agent_on_stdio_without_a_pipe_says_so_before_it_does_anything(stdin,
                           "or ssh), and stdin is not one")  # fmt: skip
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert left.is_dir()  # refused before it swept anything
+
+
+def test_an_agent_whose_port_is_taken_says_so_in_one_line():
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(dltui_command("agent", "--listen", f"127.0.0.1:{port}"), cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    why = os.strerror(errno.EADDRINUSE)  # said once, with the address as the user wrote it
+    assert f"dltui agent: cannot listen on 127.0.0.1:{port}: {why}" in done.stderr.splitlines()
+    assert "Traceback" not in done.stderr and done.stdout == ""
