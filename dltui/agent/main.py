@@ -105,9 +105,12 @@ def run(
 
 
 def _reason(exc: OSError) -> str:
-    """The system's words for `exc`: socket.create_server adds the address, which the line
-    that prints the reason has already said."""
-    return os.strerror(exc.errno) if exc.errno else str(exc)
+    """The system's words for `exc`, without the address socket.create_server adds to them (the
+    line that prints the reason has said it). A name that does not resolve has a negative errno,
+    getaddrinfo's own, whose words only strerror holds."""
+    if exc.errno is not None and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc)
 
 
 class _StoppedStartingUp(Exception):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import socket
 import struct
 import subprocess
+from errno import EADDRINUSE
 
 import msgpack
 import pytest
@@ -93,12 +93,20 @@ def test_an_agent_on_stdio_without_a_pipe_says_so_before_it_does_anything(stdin,
     assert left.is_dir()  # refused before it swept anything
 
 
-def test_an_agent_whose_port_is_taken_says_so_in_one_line():
+def test_an_agent_that_cannot_listen_says_why_in_one_line(secret_file):
+    def refusal(address: str) -> str:
+        done = subprocess.run(dltui_command("agent", "--listen", address, "--secret-file",
+                                            str(secret_file)),
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+        [line] = [line for line in done.stderr.splitlines() if "cannot listen" in line]
+        return line
+
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run(dltui_command("agent", "--listen", f"127.0.0.1:{port}"), cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert done.returncode == 2
-    why = os.strerror(errno.EADDRINUSE)  # said once, with the address as the user wrote it
-    assert f"dltui agent: cannot listen on 127.0.0.1:{port}: {why}" in done.stderr.splitlines()
-    assert "Traceback" not in done.stderr and done.stdout == ""
+        in_use = refusal(f"127.0.0.1:{port}")
+    # The system's words, once: the address is said as the user wrote it, not again as a tuple.
+    assert in_use == f"dltui agent: cannot listen on 127.0.0.1:{port}: {os.strerror(EADDRINUSE)}"
+    unknown = refusal("nowhere.invalid:7070")  # getaddrinfo's error, whose errno is its own
+    assert unknown.startswith("dltui agent: cannot listen on nowhere.invalid:7070: ")
+    assert "Unknown error" not in unknown
