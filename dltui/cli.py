@@ -50,9 +50,31 @@ def _suggest(message: str) -> str:
     return f"unknown '{word}'{where}{hint} (choose from {', '.join(choices)})"
 
 
+UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
+
+
+def _agents_as_options(parser: argparse.ArgumentParser, message: str) -> str:
+    """`dltui bench kernels gpu-01`: the TUI, `record` and `probe` take agents as words, `bench`
+    as --agent options (its words are kernels|models); say how, where that is what was meant."""
+    found = UNRECOGNIZED.fullmatch(message)
+    if found is None or not _takes_agent_option(parser):
+        return message
+    words = found.group(1).split()
+    if any(word.startswith("-") for word in words):  # a mistyped option, and perhaps its value
+        return message
+    return f"{message} (agents are named with --agent: {' '.join(f'--agent {w}' for w in words)})"
+
+
+def _takes_agent_option(parser: argparse.ArgumentParser) -> bool:
+    return "--agent" in parser._option_string_actions or any(
+        map(_takes_agent_option, _subcommands(parser).values())
+    )
+
+
 def _one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """argparse's error, without the usage first: what is wrong, and where to read more."""
-    parser.exit(2, f"{parser.prog}: {_suggest(message)}\n(see {parser.prog} --help)\n")
+    said = _agents_as_options(parser, _suggest(message))
+    parser.exit(2, f"{parser.prog}: {said}\n(see {parser.prog} --help)\n")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -77,6 +77,19 @@ def test_an_invalid_choice_names_the_word_and_the_nearest_choice() -> None:
     )
 
 
+def test_an_agent_given_to_bench_as_a_word_is_shown_as_an_option(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "kernels", "gpu-01:7070", "--set", "tiny", "ssh://ops@gpu-02"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "dltui bench: unrecognized arguments: gpu-01:7070 ssh://ops@gpu-02 "
+        "(agents are named with --agent: --agent gpu-01:7070 --agent ssh://ops@gpu-02)"
+    )
+    with pytest.raises(SystemExit):  # a mistyped option is not an agent
+        main(["bench", "kernels", "--sett", "tiny"])
+    assert "--agent" not in capsys.readouterr().err
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out == f"dltui {version()}\n"
