@@ -194,9 +194,9 @@ class Agent:
         """One connection over this process's stdin/stdout; returns when the peer hangs up.
 
         The real stdout is moved to a private descriptor and fd 1 pointed at stderr, so a stray
-        print from any library cannot corrupt the frame stream.
+        print from any library cannot corrupt the frame stream. Both must be pipes: the agent
+        asked `require_stdio_pipes` before it started.
         """
-        require_stdio_pipes()
         self._loop = loop = asyncio.get_running_loop()
         frames_out = claim_stdout()
         reader = asyncio.StreamReader(limit=2**20)
