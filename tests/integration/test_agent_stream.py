@@ -26,6 +26,22 @@ async def samples_spanning(stream, seconds: float) -> list[Sample]:
     return samples
 
 
+async def on_time_runs(streams, rate: float, seconds: float = 2.0) -> list[list[Sample]]:
+    """Each stream's samples over the first `seconds` window, of ten at most, in which the agent
+    made its `rate` ticks a second, judged on the first stream (subscribed at that rate). seq
+    counts the ticks the agent made, and a starved agent drops the ones it missed: a window of
+    those says nothing of how each client is served (a saturated fresh clone read 11 of 20)."""
+    made: list[float] = []
+    for _ in range(10):
+        runs = await asyncio.gather(*(samples_spanning(stream, seconds) for stream in streams))
+        fastest = runs[0]
+        made.append((fastest[-1].seq - fastest[0].seq) / (fastest[-1].mono - fastest[0].mono))
+        if made[-1] >= 0.9 * rate:
+            return runs
+    raise AssertionError(f"the agent never made its {rate:g} ticks a second for {seconds} s: "
+                         f"{made}")  # fmt: skip
+
+
 async def test_samples_arrive_at_each_clients_rate(agent_factory):
     """Every tick at the agent's rate; below it, the asked rate on average, on the ticks."""
     agent = agent_factory("--rate", "20")
@@ -35,7 +51,7 @@ async def test_samples_arrive_at_each_clients_rate(agent_factory):
     assert welcome.rate_hz == 20
     for rate, (client, _) in clients.items():
         await client.stream.send(Subscribe(1, rate))
-    runs = await asyncio.gather(*(samples_spanning(c.stream, 2.0) for c, _ in clients.values()))
+    runs = await on_time_runs([client.stream for client, _ in clients.values()], 20)
     for rate, samples in zip(clients, runs, strict=True):
         per_second = (len(samples) - 1) / (samples[-1].mono - samples[0].mono)
         assert per_second == pytest.approx(rate, rel=0.15), (rate, per_second)
