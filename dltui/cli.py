@@ -22,10 +22,10 @@ from typing import NoReturn, Protocol, cast
 from dltui import version
 from dltui.commands import COMMANDS, exit_status
 from dltui.errors import DltuiError, UsageError
+from dltui.recording import SUFFIX as RECORDING_SUFFIX
 
 TUI = "dltui.commands.tui"
 """`dltui [AGENT ...]`: what runs when no command is named."""
-RECORDING_SUFFIX = ".dlrec"
 
 
 class Command(Protocol):

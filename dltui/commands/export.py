@@ -11,7 +11,7 @@ from dltui.commands import exit_status
 from dltui.errors import UsageError
 from dltui.outfiles import WriteFailed, unwritable
 from dltui.recording.export import FOLDER_FORMATS, FORMATS, export
-from dltui.recording.format import MAGIC
+from dltui.recording.reader import is_recording
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     out = args.output
     if (problem := unwritable(out, folder=args.format in FOLDER_FORMATS)) is not None:
         raise UsageError(f"cannot write {out}: {problem}")
-    if _is_recording(out):  # `-o monday.dlrec friday.dlrec` would lose a session for good
+    if is_recording(out):  # `-o monday.dlrec friday.dlrec` would lose a session for good
         raise UsageError(f"{out} is a recording: export writes its tables elsewhere")
     try:
         rows = export(args.files, args.format, out, _say)
@@ -51,14 +51,6 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
           f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
           f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
     return exit_status.OK
-
-
-def _is_recording(path: Path) -> bool:
-    try:
-        with path.open("rb") as file:
-            return file.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
 
 
 def _say(note: str) -> None:

@@ -177,12 +177,17 @@ def _results(
     paths: list[Path],
 ) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
     from dltui.plans.assertions import bench_results
+    from dltui.recording import SUFFIX
+    from dltui.recording.reader import is_recording
     from dltui.recording.results import recorded_results
 
     kernels: list[tuple[str, KernelResult]] = []
     models: list[tuple[str, ModelResult]] = []
     for path in paths:
-        found = bench_results(path) if path.suffix.lower() == ".json" else recorded_results(path)
+        # By what the file holds, not only its name: `bench --json` writes any name it is
+        # given. A .dlrec that lacks the magic goes to the reader, which says what is wrong.
+        recording = is_recording(path) or path.suffix.lower() == SUFFIX
+        found = recorded_results(path) if recording else bench_results(path)
         kernels += found[0]
         models += found[1]
     return kernels, models

@@ -17,6 +17,7 @@ from typing import BinaryIO
 from dltui.recording.chunks import KEYFRAME, START, Chunk, Gap, read_payload, scan
 from dltui.recording.codec import ChunkError, StretchDecoder
 from dltui.recording.format import (
+    MAGIC,
     MAX_HEADER,
     Damage,
     Record,
@@ -75,6 +76,16 @@ class RecordingReader:
 
 Say = Callable[[str], object]
 """Where a note for a person goes (a command prints it; library code never does)."""
+
+
+def is_recording(path: Path) -> bool:
+    """Whether the file begins as a recording does, whatever its name; False where it cannot
+    be read (whoever reads it then says why)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
 
 
 def recording_names(paths: Sequence[Path]) -> list[str]:

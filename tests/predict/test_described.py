@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -173,3 +174,26 @@ def test_the_h200_recording_gives_an_nvlink_curve_for_a_described_model():
     assert rows["1x1"]["predicted_images_per_s"] == pytest.approx(6787)
     assert 0.9 < rows["1x8"]["predicted_efficiency_vs_gpu"] < 1
     assert rows["2x4"]["predicted_efficiency_vs_gpu"] < rows["1x8"]["predicted_efficiency_vs_gpu"]
+
+
+def test_inputs_are_read_by_what_they_hold_whatever_their_names(tmp_path):
+    """`bench --json` writes any name it is given, and a recording may be renamed: the
+    one-GPU profile saved without .json and the H200 curves' recording saved as .json are read
+    as what they are. A .dlrec that is no recording is said to be damaged."""
+    profile, curves = tmp_path / "profile-resnet50", tmp_path / "curves.json"
+    shutil.copyfile(ROOT / "docs" / "results" / "profiles-h200.json", profile)
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "h200x2-kernels.dlrec", curves)
+    done = subprocess.run(dltui_command("predict", str(profile), str(curves), "--model",
+                                        "resnet50", "--layouts", "1x1,1x8", "--json", "-"),
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sources = json.loads(done.stdout)["sources"]
+    assert any(s.startswith("step: measured: torch resnet50") for s in sources), sources
+    assert any(s.startswith("inside a server: measured: nccl all-reduce") for s in sources)
+
+    empty = tmp_path / "friday.dlrec"
+    empty.touch()
+    done = subprocess.run(dltui_command("predict", str(empty)), capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert "friday.dlrec: an empty file: no header, no frames" in done.stderr
