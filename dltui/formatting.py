@@ -81,6 +81,12 @@ def fmt_count(value: float | None) -> str:
     return NONE if value is None else f"{value:,.0f}"
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """A count of something: '1 result', '12,345 results', '2 processes' (`plural` where an
+    added s is wrong)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def fmt_iterations(count: int) -> str:
     """Iterations a figure was timed over: '1,200 it' (a bare '×1,200' reads as a ratio)."""
     return f"{count:,} it"
@@ -227,7 +233,7 @@ def describe_work(plans: Sequence[Plan], inventory: Inventory) -> str:
     kernels = [plan for plan in plans if isinstance(plan, KernelPlan)]
     cases = sum(sizing.kernel_cases(plan, inventory) for plan in kernels)
     runs = sum(sizing.model_runs(plan) for plan in plans if isinstance(plan, ModelPlan))
-    what = [f"{cases} case{'s' * (cases != 1)}"] * bool(kernels)
-    what += [f"{runs} training run{'s' * (runs != 1)}"] * (len(kernels) < len(plans))
+    what = [counted(cases, "case")] * bool(kernels)
+    what += [counted(runs, "training run")] * (len(kernels) < len(plans))
     seconds = sum(sizing.estimate_s(plan, inventory) for plan in plans)
     return f"{' + '.join(what)}, {estimated_duration(seconds)}"

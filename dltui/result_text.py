@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dltui.formatting import (
     aligned,
+    counted,
     fmt_duration,
     fmt_iterations,
     fmt_memory,
@@ -147,7 +148,7 @@ def model_what(result: ModelResult) -> str:
     """The run in a few words: "resnet50 ×8 GPUs bf16 batch 256", "gpt-1.3b ×8 GPUs bf16
     batch 16 seq 2048 fsdp"."""
     unit = "GPU" if result.device == "cuda" else "proc"
-    count = f"×{result.gpus} {unit}{'s' if result.gpus != 1 else ''}"
+    count = "×" + counted(result.gpus, unit)
     if result.servers > 1:
         count += f" on {result.servers} servers"
     what = f"{result.model} {count} {result.precision} batch {result.batch}"
@@ -228,7 +229,7 @@ def host_wiring(topology: Topology) -> str:
     """ "2 sockets · 32 cores · NUMA 0: CPUs 0-31, 512.0 GiB · NUMA 1: …"."""
     words = []
     if topology.sockets is not None:
-        words.append(f"{topology.sockets} socket{'s' * (topology.sockets != 1)}")
+        words.append(counted(topology.sockets, "socket"))
     if topology.cores is not None:
         words.append(f"{topology.cores} cores")
     words += [numa_text(node) for node in topology.numa_nodes]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from dltui.formatting import counted
 from dltui.plans.names import NVML_GPUS_ENV
 
 
@@ -30,9 +31,8 @@ def check_auto(framework: str, device: str) -> None:
         return
     why = _torch_problem() if framework == "torch" else _tensorflow_problem()
     if why is not None:
-        plural = "s" if gpus != 1 else ""
         raise NoCuda(
-            f"this server has {gpus} GPU{plural} but {why}; "
+            f"this server has {counted(gpus, 'GPU')} but {why}; "
             "install a CUDA build, or choose the CPU on purpose (device cpu)"
         )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dltui.commands import exit_status
 from dltui.errors import UsageError
+from dltui.formatting import counted
 from dltui.outfiles import WriteFailed, unwritable
 from dltui.recording.export import FOLDER_FORMATS, FORMATS, export
 from dltui.recording.reader import is_recording
@@ -43,13 +44,18 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         rows = export(args.files, args.format, out, _say)
     except OSError as exc:
         raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from None
+    results, runs = (
+        counted(rows["results"], "kernel result"),
+        counted(rows["models"], "training run"),
+    )
     if args.format == "openmetrics":
-        print(f"dltui export: {rows['telemetry']} points, {rows['results']} kernel results and "
-              f"{rows['models']} training runs among them → {args.output}")  # fmt: skip
+        points = counted(rows["telemetry"], "point")
+        print(f"dltui export: {points}, {results} and {runs} among them → {args.output}")
         return exit_status.OK
-    print(f"dltui export: {rows['telemetry']} telemetry rows, {rows['results']} kernel results, "
-          f"{rows['models']} training runs ({rows['steps']} steps), {rows['events']} events, "
-          f"{rows['processes']} GPU processes → {args.output}")  # fmt: skip
+    what = [counted(rows["telemetry"], "telemetry row"), results,
+            f"{runs} ({counted(rows['steps'], 'step')})", counted(rows["events"], "event"),
+            counted(rows["processes"], "GPU process", "GPU processes")]  # fmt: skip
+    print(f"dltui export: {', '.join(what)} → {args.output}")
     return exit_status.OK
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 from dltui.errors import UsageError
 from dltui.fleet.phases import Phase, Result
 from dltui.fleet.state import Fleet
+from dltui.formatting import counted
 from dltui.plans import formulas
 from dltui.plans.scaling import Scaling, scaling, throughput, throughput_unit
 from dltui.protocol.bench_results import KernelResult, ModelResult
@@ -169,7 +170,7 @@ def kernel_column(server: str, result: KernelResult) -> str:
 
 def model_column(server: str, result: ModelResult) -> str:
     unit = "GPU" if result.device == "cuda" else "proc"
-    count = f"{result.gpus} {unit}{'s' if result.gpus != 1 else ''}"
+    count = counted(result.gpus, unit)
     if result.servers > 1:
         return f"{result.servers} servers · {count}"
     return f"{server} · {count}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dltui.formatting import counted
 from dltui.recording.chunks import KEYFRAME, START, Chunk, Gap, read_payload, scan
 from dltui.recording.codec import ChunkError, StretchDecoder
 from dltui.recording.format import (
@@ -210,5 +211,5 @@ def describe_damage(damage: list[Damage]) -> str:
                     for reason, count in reasons[:SHOWN])  # fmt: skip
     if len(reasons) > SHOWN:
         why += f" and {len(reasons) - SHOWN:,} other reasons"
-    places = f"{len(damage):,} damaged place" + ("s" if len(damage) > 1 else "")
+    places = counted(len(damage), "damaged place")
     return f"{places} at bytes {where}, {lost:,} bytes passed over: {why}"

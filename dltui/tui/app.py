@@ -35,6 +35,7 @@ from textual.widgets import Header
 from dltui.client.session import WATCH_BATCH_S, ClientSession
 from dltui.client.target import Target
 from dltui.fleet.state import Fleet, ServerView
+from dltui.formatting import counted
 from dltui.tui.benchmark_runs import BenchmarkRuns
 from dltui.tui.command_and_filter import CommandAndFilter
 from dltui.tui.recording_toggle import RecordingToggle
@@ -162,7 +163,7 @@ class DltuiApp(CommandAndFilter, BenchmarkRuns, RecordingToggle, App[None]):
         """'64 servers · 60 live · 3 connecting · 1 offline': every state a server can be in."""
         fleet = self.fleet
         count = len(fleet.servers)
-        words = [f"{count} server{'s' if count != 1 else ''}"]
+        words = [counted(count, "server")]
         states = fleet.summary()
         words.append(f"{states.get('live', 0)} live")
         for state in ("connecting", "busy", "offline", "auth_failed"):

@@ -12,6 +12,7 @@ from textual.widgets import Header
 
 from dltui.client.session import ClientSession
 from dltui.fleet.state import Fleet
+from dltui.formatting import counted
 from dltui.recording.replay import SPEEDS, ReplaySet, load_tracks, parse_position
 from dltui.tui.app import DltuiApp
 from dltui.tui.screens.jump import JumpScreen
@@ -75,7 +76,7 @@ class ReplayApp(DltuiApp):
             how = "replay paused"
         else:
             how = f"replay {replay.speed:g}×"
-        words = [f"{count} server{'s' if count != 1 else ''}", how]
+        words = [counted(count, "server"), how]
         if self.name_filter:
             shown = sum(column.display for column in self.strip.columns)
             words.append(f"filter '{self.name_filter}': {shown} shown")

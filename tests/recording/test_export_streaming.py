@@ -58,7 +58,7 @@ def test_memory_does_not_grow_with_the_recording(recordings, tmp_path, fmt):
         pytest.importorskip("pyarrow")
     short, _ = peak_rss_of_export(recordings["short"], fmt, tmp_path / "short")
     long, printed = peak_rss_of_export(recordings["long"], fmt, tmp_path / "long")
-    rows = int(printed.split(": ")[1].split()[0])
+    rows = int(printed.split(": ")[1].split()[0].replace(",", ""))
     assert rows > 500_000 > 5 * FLUSH_ROWS
     # In memory as before (a dict a row, ~600 B each), the long one would take 300 MB more.
     assert long - short < 25e6, (short / 1e6, long / 1e6)

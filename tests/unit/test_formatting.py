@@ -7,6 +7,7 @@ from __future__ import annotations
 from dltui.formatting import (
     SHORT,
     aligned,
+    counted,
     exact_bytes,
     fmt_bytes,
     fmt_count,
@@ -130,6 +131,14 @@ def test_result_columns_keep_one_unit_and_line_up_their_decimal_points():
     assert rows[2][gbps - 1 : gbps + 4] == "3.667" and rows[0][gbps] == " "
     assert "TFLOP/s" not in rows[0] and "GB/s" not in rows[2]  # the unit is the column's
     assert rows[0].rstrip().endswith("6.65×") and "0.26×" in rows[1]
+
+
+def test_a_count_of_things_agrees_with_its_number_and_groups_its_thousands():
+    assert [counted(n, "server") for n in (0, 1, 2, 12345)] == [
+        "0 servers", "1 server", "2 servers", "12,345 servers",
+    ]  # fmt: skip
+    assert counted(1, "process", "processes") == "1 process"
+    assert counted(3, "process", "processes") == "3 processes"
 
 
 def test_the_iterations_a_case_was_timed_over_read_as_a_count_never_as_a_ratio():

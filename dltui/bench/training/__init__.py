@@ -23,6 +23,7 @@ from dltui.bench.models import learning_rate
 from dltui.bench.placement import Placement, place
 from dltui.bench.ranks import OnProgress, OnResult, ShouldStop, run_folder, supervise
 from dltui.bench.reference import published_mfu, published_training
+from dltui.formatting import counted
 from dltui.plans.check import PlanError
 from dltui.plans.gpt import is_gpt
 from dltui.plans.names import CPU_RANKS
@@ -74,7 +75,7 @@ def label(job: TrainJob) -> str:
     GPUs NVML reports decide (cuda_guard refuses a run that would miss them)."""
     on_cpu = job.device == "cpu" or (job.device == "auto" and reported_gpus() == 0)
     unit = "proc" if on_cpu else "GPU"
-    count = "all GPUs" if job.replicas == 0 else f"{job.replicas} {unit}{'s' * (job.replicas != 1)}"
+    count = "all GPUs" if job.replicas == 0 else counted(job.replicas, unit)
     where = f" over {job.servers} servers" if job.servers > 1 else ""
     return f"{job.model} {job.framework} on {count}{where}"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import GpuView, ServerView
+from dltui.formatting import counted
 from dltui.protocol.fields import throttle_reasons_in
 from dltui.tui import danger
 from dltui.tui.charts import Chart, gpu_info, gpu_plot
@@ -76,7 +77,7 @@ class GpuPanel(FleetPanel):
         if gpu is not None and gpu.state == "error":
             title += " · ⚠ error reading this GPU"
         elif gpu is not None and gpu.errors:
-            title += f" · ⚠ {len(gpu.errors)} field{'s' * (len(gpu.errors) != 1)} unread (d)"
+            title += f" · ⚠ {counted(len(gpu.errors), 'field')} unread (d)"
         return title
 
     def subtitle(self) -> str | None:

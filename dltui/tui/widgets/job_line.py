@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
+from dltui.formatting import counted
 from dltui.tui.layout import JOB_ROWS
 from dltui.tui.view import RUNNING_AT_END
 from dltui.tui.widgets.job_panel import STATE_STYLES, left_text, progress_bar, result_line
@@ -48,6 +49,6 @@ class JobLine(FleetPanel):
                 first = head + f" {job.done}/{job.total}" + left
             return [first, Content.styled(job.label, "$text-muted"), latest]
         count = len(job.results) + len(job.model_results)
-        head += Content.styled(f" · {count} result{'s' * (count != 1)}", "$text-muted")
+        head += Content.styled(f" · {counted(count, 'result')}", "$text-muted")
         why = Content.styled(job.error or "", STATE_STYLES.get(state, ""))
         return [head, why, latest]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from dltui.fleet.state import ServerView
-from dltui.formatting import fmt_bytes
+from dltui.formatting import counted, fmt_bytes
 from dltui.tui.widgets.panel import FleetPanel
 
 
@@ -36,7 +36,7 @@ class MigPanel(FleetPanel):
                 count = sum(p.gpu_instance == instance.gpu_instance for p in processes)
                 figures = [f"GPU {gpu.index} GI {instance.gpu_instance}", instance.profile, memory,
                            f"SM {active:.0f}%" if active is not None else "SM –",
-                           f"{count} process{'es' * (count != 1)}"]  # fmt: skip
+                           counted(count, "process", "processes")]  # fmt: skip
                 lines.append(Content.assemble((" · ".join(figures), "bold"), "  ",
                                               (instance.uuid, "$text-muted")))  # fmt: skip
         return lines

@@ -6,6 +6,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
+from dltui.formatting import counted
+
 
 class MoreGpus(Widget):
     DEFAULT_CSS = """
@@ -36,6 +38,6 @@ class MoreGpus(Widget):
         if below:
             if parts:
                 parts.append(" · ")
-            parts.append((f"{below} more GPU{'s' if below != 1 else ''} ↓", "bold $text-accent"))
+            parts.append((f"{counted(below, 'more GPU')} ↓", "bold $text-accent"))
         parts.append(("  ↑↓ pgup pgdn", "$text-muted"))
         return Content.assemble(*parts)

@@ -11,7 +11,7 @@ from rich.text import Text
 from dltui.fleet.compare import kernel_row, model_row, server_names
 from dltui.fleet.phases import Phase
 from dltui.fleet.state import Fleet
-from dltui.formatting import GB, aligned
+from dltui.formatting import GB, aligned, counted
 from dltui.plans.scaling import throughput, throughput_unit
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.tui.view import RUNNING_AT_END, Timebase
@@ -62,7 +62,7 @@ def phase_cells(phase: Phase, server: str, ended: bool) -> list[Text]:
         what = kernel_row(result)[1]
     elif result is not None:  # a sweep's rows differ only in how many processes ran
         device = "GPU" if result.device == "cuda" else "proc"
-        what = f"{model_row(result)[1]} ×{result.gpus} {device}{'s' * (result.gpus != 1)}"
+        what = f"{model_row(result)[1]} ×{counted(result.gpus, device)}"
     cells = [
         server,
         what,

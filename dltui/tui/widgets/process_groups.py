@@ -8,7 +8,7 @@ import time
 from textual.content import Content
 
 from dltui.fleet.state import ServerView
-from dltui.formatting import fmt_bytes
+from dltui.formatting import counted, fmt_bytes
 from dltui.plans.occupancy import describe_owner
 from dltui.protocol.samples import GpuProcess
 from dltui.tui.widgets.panel import FleetPanel
@@ -60,8 +60,8 @@ class ProcessGroups(FleetPanel):
         for owner, processes in found.items():
             memory = sum(p.memory or 0 for _, p in processes)
             style = "$text-muted" if owner.startswith("dltui") else "bold $text-warning"
-            lines.append(Content.assemble((owner, style), (f"  {len(processes)} process"
-                                           f"{'es' * (len(processes) != 1)}, "
-                                           f"{fmt_bytes(memory)}", "$text-muted")))  # fmt: skip
+            count = counted(len(processes), "process", "processes")
+            figures = (f"  {count}, {fmt_bytes(memory)}", "$text-muted")
+            lines.append(Content.assemble((owner, style), figures))
             lines += [process_line(index, process) for index, process in processes]
         return lines
