@@ -39,7 +39,7 @@ from dltui.plans.assertions import (
     Assertion,
     AssertionSyntaxError,
     Baseline,
-    load_baseline,
+    baseline_of,
     parse_assertion,
 )
 from dltui.plans.check import PlanError, check_plan
@@ -47,6 +47,7 @@ from dltui.plans.names import DEVICES
 from dltui.plans.occupancy import mig_uuid
 from dltui.protocol.bench_plans import KernelPlan, ModelPlan, Plan
 from dltui.protocol.messages import JobState
+from dltui.recording.results import results_in
 
 CLIENT_RATE_HZ = 1.0  # the CLI prints results, not telemetry: few samples, please
 STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -103,9 +104,9 @@ def _agents_options(parser: argparse.ArgumentParser, across_help: str) -> None:
         f"'efficiency>=0.9' (repeat for more); a failure exits {exit_status.ASSERTION_FAILED}",
     )  # fmt: skip
     parser.add_argument(
-        "--baseline", metavar="FILE", help="ratios against this dltui bench --json file's "
-        "results instead of the published figures: the table's 'vs base' column, and --assert's "
-        "'ratio'",
+        "--baseline", metavar="FILE", help="ratios against the results of this dltui bench "
+        "--json file or recording instead of the published figures: the table's 'vs base' "
+        "column, and --assert's 'ratio'",
     )  # fmt: skip
     add_connection_options(parser)
 
@@ -330,7 +331,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     except PlanError as exc:
         raise PlanError(_named_as_options(str(exc), vars(args))) from None
     check_layout(plan, len(targets), across)
-    baseline = load_baseline(args.baseline) if args.baseline else None
+    baseline = None
+    if args.baseline:
+        baseline = baseline_of(results_in(Path(args.baseline), "baseline"), args.baseline)
     baselines = not getattr(args, "no_baseline", False)
     given = (getattr(args, "warmup", None) is not None, getattr(args, "steps", None) is not None)
     checks = (args.assertions, baseline)

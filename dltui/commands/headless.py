@@ -12,6 +12,7 @@ from typing import Protocol
 from dltui.client.plan_run import PlanRun
 from dltui.client.session import ClientSession
 from dltui.commands.exit_status import ASSERTION_FAILED, JOB_EXIT, OK, UNREACHABLE
+from dltui.formatting import counted
 from dltui.plans.assertions import Assertion, Baseline, cases, failures
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.messages import JobResult, JobState, Message
@@ -85,5 +86,5 @@ def check_assertions(
         say(line)
     if lines:
         return ASSERTION_FAILED
-    say(f"all {len(assertions)} assertion(s) passed", note=True)
+    say(f"{counted(len(assertions), 'assertion')} passed", note=True)
     return OK

@@ -176,18 +176,12 @@ def _network(gbit: float | None) -> str:
 def _results(
     paths: list[Path],
 ) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
-    from dltui.plans.assertions import bench_results
-    from dltui.recording import SUFFIX
-    from dltui.recording.reader import is_recording
-    from dltui.recording.results import recorded_results
+    from dltui.recording.results import results_in
 
     kernels: list[tuple[str, KernelResult]] = []
     models: list[tuple[str, ModelResult]] = []
     for path in paths:
-        # By what the file holds, not only its name: `bench --json` writes any name it is
-        # given. A .dlrec that lacks the magic goes to the reader, which says what is wrong.
-        recording = is_recording(path) or path.suffix.lower() == SUFFIX
-        found = recorded_results(path) if recording else bench_results(path)
+        found = results_in(path)
         kernels += found[0]
         models += found[1]
     return kernels, models

@@ -31,7 +31,7 @@ from dltui.commands.options import (
     target_argument,
 )
 from dltui.errors import DltuiError, UsageError
-from dltui.formatting import fmt_bytes
+from dltui.formatting import counted, fmt_bytes
 from dltui.plans.files import PlanFile, load_plan_file
 from dltui.protocol.messages import SEVERITIES, Event, JobState, Message, Severity, Welcome
 from dltui.recording.format import RecordingError
@@ -160,7 +160,7 @@ async def _record(
     session.subscribe(alarm)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    _say(f"recording {len(session.connections)} agent(s) to {path}")
+    _say(f"recording {counted(len(session.connections), 'agent')} to {path}")
     verdict: list[str] = []  # said once the file is closed, after what it holds
 
     def keep(line: str, *, note: bool = False) -> None:
@@ -188,8 +188,8 @@ async def _record(
     for line in verdict:
         _say(line)
     if status == exit_status.ASSERTION_FAILED:
-        raise AssertionsFailed(f"{len(verdict)} assertion failure(s) of {len(plan.assertions)} "
-                               "assertion(s)")  # fmt: skip
+        raise AssertionsFailed(f"{counted(len(verdict), 'assertion failure')} of "
+                               f"{counted(len(plan.assertions), 'assertion')}")  # fmt: skip
     return status
 
 

@@ -280,9 +280,11 @@ def _same(key: str, found: str | None, wanted: str) -> bool:
     return found == wanted or (key == "shape" and found.split()[0] == wanted)
 
 
-def bench_results(
-    path: str | os.PathLike[str], what: str = "results"
-) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+Results = tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]
+"""(server, result) pairs: kernel results, then training results, each in the file's order."""
+
+
+def bench_results(path: str | os.PathLike[str], what: str = "results") -> Results:
     """The (server, result) pairs of a `dltui bench --json` file; PlanError says why a file
     cannot be read as one."""
     try:
@@ -298,14 +300,15 @@ def bench_results(
     return kernels, models
 
 
-def load_baseline(path: str | os.PathLike[str]) -> Baseline:
-    """The rates of a `dltui bench --json` file, for ratios against a chosen baseline;
-    PlanError says why a file cannot be one."""
-    pairs, model_pairs = bench_results(path, "baseline")
+def baseline_of(results: Results, path: str | os.PathLike[str]) -> Baseline:
+    """The rates of a file's results (a `dltui bench --json` file or a recording), for ratios
+    against a chosen baseline; PlanError says why they cannot be one."""
+    pairs, model_pairs = results
     servers = sorted({server for server, _ in [*pairs, *model_pairs] if server})
     if len(servers) > 1:  # one case's figure from each: which would a ratio be against?
         raise PlanError(f"baseline {name_of(path)} holds results of {len(servers)} servers "
-                        f"({', '.join(servers)}): make it of one (--agent ONE)")  # fmt: skip
+                        f"({', '.join(servers)}): a baseline is one server's (bench --agent "
+                        "ONE)")  # fmt: skip
     kernels = [result for _, result in pairs]
     models = [result for _, result in model_pairs]
     found: Baseline = {}

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
+from dltui.plans.assertions import Results, bench_results
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.messages import JobResult, Welcome
+from dltui.recording import SUFFIX
 from dltui.recording.format import Record
-from dltui.recording.reader import RecordingReader
+from dltui.recording.reader import RecordingReader, is_recording
 
-Results = tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]
-"""(server, result) pairs: kernel results, then training results, each in recorded order."""
+
+def results_in(path: Path, what: str = "results") -> Results:
+    """The results of a recording or of a `dltui bench --json` file, told apart by what the
+    file holds and not by its name (`--json` writes any name it is given); a .dlrec that is no
+    recording goes to the reader, which says what is wrong with it."""
+    if is_recording(path) or path.suffix.lower() == SUFFIX:
+        return recorded_results(path)
+    return bench_results(path, what)
 
 
 def recorded_results(path: str | os.PathLike[str]) -> Results:

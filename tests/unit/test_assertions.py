@@ -4,20 +4,24 @@ baseline and a plan file's [assert] table."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from dltui.plans.assertions import (
     AssertionSyntaxError,
+    baseline_of,
     cases,
     failures,
-    load_baseline,
     parse_assertion,
 )
 from dltui.plans.check import PlanError
 from dltui.plans.files import load_plan_file
 from dltui.protocol.bench_results import KernelResult, ModelResult
 from dltui.protocol.wire import to_plain
+from dltui.recording.results import results_in
+from tests.conftest import ROOT
 
 GEMM = KernelResult("gemm", "torch", "cuda:0", "bf16", "fwd", "4096x4096x4096 NN", tflops=650.0,
                     ratio=2.2, median_s=0.0002)  # fmt: skip
@@ -30,6 +34,11 @@ ONE = ModelResult("resnet50", "torch", "cuda", "bf16", 1, 256, images_per_s=1000
 EIGHT = ModelResult("resnet50", "torch", "cuda", "bf16", 8, 256, images_per_s=7200.0)
 KERNELS = [("gpu-01", GEMM), ("gpu-01", SLOW), ("gpu-01", COPY), ("gpu-01", BROKEN)]
 MODELS = [("gpu-01", ONE), ("gpu-01", EIGHT)]
+
+
+def load_baseline(path: Path):
+    """As `bench --baseline FILE` reads it."""
+    return baseline_of(results_in(path, "baseline"), path)
 
 
 def check(*texts: str, baseline=None) -> list[str]:
@@ -140,6 +149,22 @@ def test_a_baseline_of_two_servers_or_another_image_size_is_no_baseline(tmp_path
         "FAIL ratio>=1 model=resnet50 gpus=8: gpu-01: resnet50 ×8 GPU bf16 batch 256: "
         "not in the baseline"
     ]  # fmt: skip
+
+
+def test_a_recording_is_a_baseline_too_whatever_its_name(tmp_path) -> None:
+    """Recordings are what is kept to compare machines weeks apart: one of a kernel run, even
+    saved as .json, is a baseline of its cases, and its own results are at 1× of it."""
+    recording = tmp_path / "monday.json"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "cpu-kernels.dlrec", recording)
+    kernels, models = results_in(recording)
+    assert len(kernels) == 17 and not models
+    baseline = load_baseline(recording)
+    assert len(baseline) == len({(r.kind, r.shape, r.precision) for _, r in kernels})
+    same = cases(kernels, models, baseline)
+    assert failures([parse_assertion("ratio>=0.999 kind=gemm")], same) == []
+    assert len(failures([parse_assertion("ratio>=1.001 kind=gemm")], same)) == sum(
+        r.kind == "gemm" for _, r in kernels
+    )
 
 
 @pytest.mark.parametrize("rate", [float("nan"), 0.0, -650.0, float("inf")])

@@ -34,7 +34,7 @@ def test_every_code_means_one_thing() -> None:
         (Unreachable(TARGET, "connection refused", refused=False), exit_status.UNREACHABLE),
         (Unreachable(TARGET, "wrong secret", refused=True), exit_status.REFUSED),
         (Unreachable(TARGET, "no room", refused=False, busy=True), exit_status.BUSY),
-        (AssertionsFailed("1 assertion failure(s)"), exit_status.ASSERTION_FAILED),
+        (AssertionsFailed("1 assertion failure of 1 assertion"), exit_status.ASSERTION_FAILED),
         (EventArrived("critical event"), exit_status.EVENT),
         (RecordingStopped("disk full"), exit_status.WRITE_FAILED),
         (DltuiError("anything else"), exit_status.FAILED),
