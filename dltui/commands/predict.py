@@ -15,6 +15,7 @@ from dltui.commands.options import output_argument
 from dltui.errors import UsageError
 from dltui.formatting import fmt_gbit
 from dltui.outfiles import write_text
+from dltui.plans.assertions import Results
 from dltui.predict.answer import NothingToPredict, answer
 from dltui.predict.described import DescriptionError, model, server
 from dltui.predict.model import Layout, parse_layout
@@ -173,17 +174,15 @@ def _network(gbit: float | None) -> str:
     return fmt_gbit(gbit)
 
 
-def _results(
-    paths: list[Path],
-) -> tuple[list[tuple[str, KernelResult]], list[tuple[str, ModelResult]]]:
+def _results(paths: list[Path]) -> Results:
     from dltui.recording.results import results_in
 
     kernels: list[tuple[str, KernelResult]] = []
     models: list[tuple[str, ModelResult]] = []
     for path in paths:
-        found = results_in(path)
-        kernels += found[0]
-        models += found[1]
+        found_kernels, found_models = results_in(path)
+        kernels += found_kernels
+        models += found_models
     return kernels, models
 
 
