@@ -44,10 +44,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         rows = export(args.files, args.format, out, _say)
     except OSError as exc:
         raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from None
-    results, runs = (
-        counted(rows["results"], "kernel result"),
-        counted(rows["models"], "training run"),
-    )
+    results = counted(rows["results"], "kernel result")
+    runs = counted(rows["models"], "training run")
     if args.format == "openmetrics":
         points = counted(rows["telemetry"], "point")
         print(f"dltui export: {points}, {results} and {runs} among them → {args.output}")
