@@ -11,7 +11,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from dltui.formatting import fmt_bytes
+from dltui.formatting import counted, fmt_bytes
+from dltui.recording import SUFFIX
 from dltui.recording.live import start_recording, stop_recording
 from dltui.recording.writer import RecordingWriter
 from dltui.tui.app_part import AppPart
@@ -29,9 +30,10 @@ class RecordingToggle(AppPart):
             recorder, self.recorder = self.recorder, None
             stop_recording(self.session, recorder)
             self.sub_title = self._summary
-            self.notify(f"recorded {recorder.records} frames to {recorder.path}", markup=False)
+            self.notify(f"recorded {counted(recorder.records, 'frame')} to {recorder.path}",
+                        markup=False)  # fmt: skip
             return
-        path = Path(time.strftime("dltui-%Y%m%d-%H%M%S.dlrec", time.localtime()))
+        path = Path(time.strftime("dltui-%Y%m%d-%H%M%S", time.localtime()) + SUFFIX)
         loop = asyncio.get_running_loop()
 
         def failed(why: str) -> None:  # on the writer's thread
